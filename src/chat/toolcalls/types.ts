@@ -1,0 +1,33 @@
+/** Plain data shared by the tool-call parsers, the hold-back filter and validation. */
+
+/** A tool of the request, reduced to what parsing and validation need. */
+export interface RequestTool {
+  readonly name: string
+  readonly description?: string | undefined
+  /** The tool's `parameters` JSON Schema (draft 2020-12 or draft-07), if any. */
+  readonly parameters?: Readonly<Record<string, unknown>> | undefined
+}
+
+/** A tool call parsed out of text or normalised from a native call; `arguments` is JSON text. */
+export interface ParsedToolCall {
+  readonly name: string
+  readonly arguments: string
+}
+
+/** A tool call as the response carries it. */
+export interface ToolCall {
+  readonly id: string
+  readonly name: string
+  readonly arguments: string
+}
+
+/** The text tool-call formats the edge understands. */
+export const TEXT_FORMATS = ["xml", "mustache", "qwen3_xml", "mistral", "bare_json"] as const
+export type TextFormat = (typeof TEXT_FORMATS)[number]
+
+/** The request's `tool_choice`, decoded. */
+export type ToolChoiceMode =
+  | { readonly _tag: "Auto" }
+  | { readonly _tag: "None" }
+  | { readonly _tag: "Required" }
+  | { readonly _tag: "Function"; readonly name: string }

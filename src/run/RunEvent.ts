@@ -1,0 +1,58 @@
+import * as Schema from "effect/Schema"
+
+/**
+ * The events a node sends for one run. This is the edge↔node model: the
+ * in-process transport passes these values as they are, a bus transport
+ * encodes them with these schemas.
+ */
+
+export const RunId = Schema.String.pipe(Schema.brand("RunId"))
+export type RunId = typeof RunId.Type
+
+export const NodeId = Schema.String.pipe(Schema.brand("NodeId"))
+export type NodeId = typeof NodeId.Type
+
+/** A tool call as the provider reported it natively; `arguments` is JSON text. */
+export const NativeToolCall = Schema.Struct({
+  id: Schema.optional(Schema.String),
+  name: Schema.String,
+  arguments: Schema.String
+})
+export type NativeToolCall = typeof NativeToolCall.Type
+
+export const Usage = Schema.Struct({
+  inputTokens: Schema.Number,
+  outputTokens: Schema.Number,
+  reasoningTokens: Schema.optional(Schema.Number),
+  cachedInputTokens: Schema.optional(Schema.Number)
+})
+export type Usage = typeof Usage.Type
+
+export const Delta = Schema.TaggedStruct("Delta", { text: Schema.String })
+export const ReasoningDelta = Schema.TaggedStruct("ReasoningDelta", { text: Schema.String })
+export const Complete = Schema.TaggedStruct("Complete", {
+  finishReason: Schema.String,
+  toolCalls: Schema.Array(NativeToolCall),
+  usage: Schema.optional(Usage),
+  metadata: Schema.Record({ key: Schema.String, value: Schema.String })
+})
+export const Failed = Schema.TaggedStruct("Failed", { message: Schema.String })
+export const Cancelled = Schema.TaggedStruct("Cancelled", { message: Schema.String })
+
+export const RunEvent = Schema.Union(Delta, ReasoningDelta, Complete, Failed, Cancelled)
+export type RunEvent = typeof RunEvent.Type
+export type Delta = typeof Delta.Type
+export type ReasoningDelta = typeof ReasoningDelta.Type
+export type Complete = typeof Complete.Type
+export type Failed = typeof Failed.Type
+export type Cancelled = typeof Cancelled.Type
+
+// Plain constructors: events are built on the hot path, so no validation here.
+export const delta = (text: string): RunEvent => ({ _tag: "Delta", text })
+export const reasoningDelta = (text: string): RunEvent => ({ _tag: "ReasoningDelta", text })
+export const complete = (fields: Omit<Complete, "_tag">): RunEvent => ({ _tag: "Complete", ...fields })
+export const failed = (message: string): RunEvent => ({ _tag: "Failed", message })
+export const cancelled = (message: string): RunEvent => ({ _tag: "Cancelled", message })
+
+export const isTerminal = (event: RunEvent): boolean =>
+  event._tag === "Complete" || event._tag === "Failed" || event._tag === "Cancelled"
