@@ -1,0 +1,41 @@
+import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Layer from "effect/Layer"
+import { ChatCompletions, ChatCompletionsLive } from "./chat/ChatCompletions.js"
+import * as EdgeConfig from "./config/EdgeConfig.js"
+import { GracefulShutdownLive, HttpAppLive, NodeServerLive } from "./http/HttpLive.js"
+import { Lifecycle, LifecycleLive } from "./http/Lifecycle.js"
+import { EmbeddedNode, EmbeddedNodeLive } from "./node/EmbeddedNode.js"
+import { Metrics, MetricsLive } from "./observability/Metrics.js"
+import { NodeRegistry, NodeRegistryLive } from "./run/NodeRegistry.js"
+import { RunService, RunServiceLive } from "./run/RunService.js"
+
+/**
+ * The edge's services without a server: mount `HttpAppLive` on your own
+ * HttpServer, or call `ChatCompletions` / `RunService` directly.
+ */
+export const EdgeLive: Layer.Layer<
+  ChatCompletions | RunService | NodeRegistry | EmbeddedNode | Metrics | Lifecycle,
+  never,
+  EdgeConfig.EdgeConfig | HttpClient.HttpClient
+> = ChatCompletionsLive.pipe(
+  Layer.provideMerge(RunServiceLive),
+  Layer.provideMerge(EmbeddedNodeLive),
+  Layer.provideMerge(NodeRegistryLive),
+  Layer.provideMerge(Layer.mergeAll(MetricsLive, LifecycleLive))
+)
+
+/** Routes served on a given HttpServer, with graceful shutdown. */
+export const EdgeHttpLive: Layer.Layer<never, never, EdgeConfig.EdgeConfig | HttpClient.HttpClient | HttpServer.HttpServer> =
+  // The app is installed first and removed last, so draining still answers new requests with 503.
+  GracefulShutdownLive.pipe(Layer.provide(HttpAppLive), Layer.provide(EdgeLive))
+
+/** The whole edge process for a config: server on its host and port, embedded node, undici for upstreams. */
+export const serverLayer = (config: EdgeConfig.EdgeConfigShape): Layer.Layer<never, HttpServerError.ServeError> =>
+  EdgeHttpLive.pipe(
+    Layer.provide(NodeServerLive),
+    Layer.provide(NodeHttpClient.layerUndici),
+    Layer.provide(EdgeConfig.layer(config))
+  )

@@ -1,0 +1,215 @@
+import type { RunEvent, Usage } from "../run/RunEvent.js"
+import { type RunOutcomeError, RunFailed, ToolValidationFailed } from "./errors.js"
+import * as Holdback from "./filters/holdback.js"
+import * as Sentinel from "./filters/sentinel.js"
+import * as Think from "./filters/think.js"
+import type { OutputPolicy } from "./policy.js"
+import { reasoningOnlyContent } from "./reasoningFallback.js"
+import { wrapAsCompletionTool } from "./toolcalls/completionTool.js"
+import { normaliseToolCalls } from "./toolcalls/native.js"
+import type { ParsedToolCall, RequestTool, ToolCall, ToolChoiceMode } from "./toolcalls/types.js"
+import { validateToolCalls } from "./toolcalls/validate.js"
+
+/**
+ * The chat-stream session as a reducer: run events in, OpenAI-level
+ * emissions out. Pure apart from `newToolCallId`. A session that emitted its
+ * terminal emission (Finish or Error) is Closed and accepts nothing more, so
+ * every response has exactly one terminal outcome.
+ */
+
+export type Emission =
+  | { readonly _tag: "Content"; readonly text: string }
+  | { readonly _tag: "Reasoning"; readonly text: string }
+  | { readonly _tag: "ToolCalls"; readonly calls: ReadonlyArray<ToolCall> }
+  | { readonly _tag: "Finish"; readonly finishReason: string; readonly usage: Usage | undefined }
+  | { readonly _tag: "Error"; readonly error: RunOutcomeError }
+
+export type Terminal = Extract<Emission, { readonly _tag: "Finish" | "Error" }>
+
+export const isTerminal = (e: Emission): e is Terminal => e._tag === "Finish" || e._tag === "Error"
+
+/** A run event, or an outcome the Effect shell observed (idle timeout, node gone, broken stream). */
+export type SessionInput = RunEvent | { readonly _tag: "Outcome"; readonly error: RunOutcomeError }
+
+export const outcome = (error: RunOutcomeError): SessionInput => ({ _tag: "Outcome", error })
+
+export interface SessionConfig {
+  readonly policy: OutputPolicy
+  readonly tools: ReadonlyArray<RequestTool>
+  readonly toolChoice: ToolChoiceMode
+  readonly newToolCallId: () => string
+}
+
+export interface Open {
+  readonly _tag: "Open"
+  readonly config: SessionConfig
+  readonly contentSentinel: Sentinel.SentinelState
+  readonly reasoningSentinel: Sentinel.SentinelState
+  readonly think: Think.ThinkState
+  /** Present while the request has tools: text tool-call markup is parsed, never shown. */
+  readonly toolText: Holdback.ToolTextState | undefined
+  readonly textCalls: ReadonlyArray<ParsedToolCall>
+  readonly malformed: ReadonlyArray<string>
+  /** Content kept back to be wrapped into the completion tool. */
+  readonly held: string
+  readonly sawContent: boolean
+  readonly reasoning: string
+}
+
+export interface Closed {
+  readonly _tag: "Closed"
+}
+
+export type Session = Open | Closed
+
+const closed: Closed = { _tag: "Closed" }
+
+export const initial = (config: SessionConfig): Session => ({
+  _tag: "Open",
+  config,
+  contentSentinel: Sentinel.initial(config.policy.sentinels),
+  reasoningSentinel: Sentinel.initial(config.policy.sentinels),
+  think: Think.initial({ implicitOpen: config.policy.implicitThink }),
+  toolText:
+    config.tools.length > 0
+      ? Holdback.initial({ formats: config.policy.toolFormats, tools: config.tools })
+      : undefined,
+  textCalls: [],
+  malformed: [],
+  held: "",
+  sawContent: false,
+  reasoning: ""
+})
+
+export const step = (session: Session, input: SessionInput): readonly [Session, ReadonlyArray<Emission>] => {
+  if (session._tag === "Closed") return [session, []]
+  switch (input._tag) {
+    case "Delta": {
+      const out: Array<Emission> = []
+      return [content(session, input.text, out), out]
+    }
+    case "ReasoningDelta": {
+      const [reasoningSentinel, text] = Sentinel.append(session.reasoningSentinel, input.text)
+      const out: Array<Emission> = []
+      return [reasoning({ ...session, reasoningSentinel }, text, out), out]
+    }
+    case "Complete":
+      return [closed, finish(session, input)]
+    case "Failed":
+    case "Cancelled":
+      return [closed, [{ _tag: "Error", error: new RunFailed({ reason: input.message || "run failed" }) }]]
+    case "Outcome":
+      return [closed, [{ _tag: "Error", error: input.error }]]
+  }
+}
+
+/** Raw content: end tokens out, a leading think block to reasoning, tool-call markup to calls. */
+const content = (s: Open, raw: string, out: Array<Emission>): Open => {
+  const [contentSentinel, text] = Sentinel.append(s.contentSentinel, raw)
+  if (text === "") return contentSentinel === s.contentSentinel ? s : { ...s, contentSentinel }
+  const [think, routed] = Think.append(s.think, text)
+  return afterThink({ ...s, contentSentinel, think }, routed, out)
+}
+
+const afterThink = (s: Open, routed: Think.ThinkOutput, out: Array<Emission>): Open =>
+  visible(reasoning(s, routed.reasoning, out), routed.content, out)
+
+const reasoning = (s: Open, text: string, out: Array<Emission>): Open => {
+  if (text === "") return s
+  if (s.config.policy.exposeReasoning) out.push({ _tag: "Reasoning", text })
+  return { ...s, reasoning: s.reasoning + text }
+}
+
+const visible = (s: Open, text: string, out: Array<Emission>): Open => {
+  if (text === "") return s
+  if (s.toolText === undefined) return emitText(s, text, out)
+  const [toolText, parts] = Holdback.append(s.toolText, text)
+  return toolParts({ ...s, toolText }, parts, out)
+}
+
+const toolParts = (s: Open, parts: ReadonlyArray<Holdback.ToolTextOutput>, out: Array<Emission>): Open => {
+  let next = s
+  for (const part of parts) {
+    switch (part._tag) {
+      case "Text":
+        next = emitText(next, part.text, out)
+        break
+      case "Call":
+        next = { ...next, textCalls: [...next.textCalls, part.call] }
+        break
+      case "Malformed":
+        next = { ...next, malformed: [...next.malformed, part.reason] }
+        break
+    }
+  }
+  return next
+}
+
+const emitText = (s: Open, text: string, out: Array<Emission>): Open => {
+  if (text === "") return s
+  const sawContent = s.sawContent || /\S/.test(text)
+  if (s.config.policy.completionTool !== null) return { ...s, held: s.held + text, sawContent }
+  out.push({ _tag: "Content", text })
+  return sawContent === s.sawContent ? s : { ...s, sawContent }
+}
+
+/** Drains every filter, resolves tool calls, and ends with exactly one terminal emission. */
+const finish = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>): ReadonlyArray<Emission> => {
+  const out: Array<Emission> = []
+  const { config } = start
+  let s = start
+  const tail = Sentinel.flush(s.contentSentinel)
+  if (tail !== "") {
+    const [think, routed] = Think.append(s.think, tail)
+    s = afterThink({ ...s, think }, routed, out)
+  }
+  s = afterThink(s, Think.flush(s.think), out)
+  if (s.toolText !== undefined) s = toolParts(s, Holdback.flush(s.toolText), out)
+  s = reasoning(s, Sentinel.flush(s.reasoningSentinel), out)
+
+  if (s.malformed.length > 0) {
+    return [...out, invalid(`malformed tool call markup: ${s.malformed.join("; ")}`)]
+  }
+  let calls = normaliseToolCalls([...complete.toolCalls, ...s.textCalls], config.tools, config.newToolCallId)
+  let held = s.held
+  if (config.policy.completionTool !== null && calls.length === 0 && held.trim() !== "") {
+    const wrapped = wrapAsCompletionTool(held, config.policy.completionTool, config.tools)
+    if (wrapped !== undefined) {
+      calls = normaliseToolCalls([wrapped], config.tools, config.newToolCallId)
+      held = ""
+    }
+  }
+  if (config.policy.strict) {
+    const verdict = validateToolCalls(calls, config.tools, config.toolChoice)
+    if (verdict._tag === "Invalid") return [...out, invalid(verdict.reason)]
+  }
+  if (held !== "") out.push({ _tag: "Content", text: held })
+  if (calls.length > 0) out.push({ _tag: "ToolCalls", calls })
+  const finishReason = calls.length > 0 ? "tool_calls" : complete.finishReason || "stop"
+  if (!config.policy.strict && calls.length === 0 && !s.sawContent && s.reasoning.trim() !== "") {
+    out.push({
+      _tag: "Content",
+      text: reasoningOnlyContent({
+        reasoning: s.reasoning,
+        finishReason,
+        exposeReasoning: config.policy.exposeReasoning
+      })
+    })
+  }
+  out.push({ _tag: "Finish", finishReason, usage: complete.usage })
+  return out
+}
+
+const invalid = (reason: string): Emission => ({ _tag: "Error", error: new ToolValidationFailed({ reason }) })
+
+/** Folds a whole run at once (the non-stream and buffered paths). */
+export const run = (config: SessionConfig, inputs: Iterable<SessionInput>): ReadonlyArray<Emission> => {
+  let s = initial(config)
+  const out: Array<Emission> = []
+  for (const input of inputs) {
+    const [next, emitted] = step(s, input)
+    s = next
+    out.push(...emitted)
+  }
+  return out
+}

@@ -1,0 +1,63 @@
+/** The enabled text formats, as the hold-back scanner sees them: open hints, how their blocks end, and parsers. */
+import type { BlockResult, ScannedFormat, TagFormat } from "./block.js"
+import { parseBareJson } from "./bareJson.js"
+import { mistral } from "./mistral.js"
+import { mustache } from "./mustache.js"
+import { qwen3Xml } from "./qwen3Xml.js"
+import type { ParsedToolCall, RequestTool, TextFormat } from "./types.js"
+import { xml } from "./xml.js"
+
+/** A block that ends at a close tag (or at the next open tag, or at the end of the stream). */
+export interface TagOpener {
+  readonly _tag: "Tag"
+  readonly open: string
+  readonly close: string
+  readonly committed: number
+  readonly parse: (body: string, closed: boolean, tools: ReadonlyArray<RequestTool>) => BlockResult
+}
+
+/** A block that ends where the format's incremental scan says so. */
+export interface ScannedOpener {
+  readonly _tag: "Scanned"
+  readonly open: string
+  readonly committed: number
+  readonly format: ScannedFormat
+}
+
+export type Opener = TagOpener | ScannedOpener
+
+export interface Registry {
+  readonly openers: ReadonlyArray<Opener>
+  /** Set when bare_json is enabled: the call a whole response is, if it is one. */
+  readonly bare: ((text: string, tools: ReadonlyArray<RequestTool>) => ParsedToolCall | undefined) | undefined
+}
+
+const TAG_FORMATS: ReadonlyArray<TagFormat> = [xml, qwen3Xml, mustache]
+const SCANNED_FORMATS: ReadonlyArray<ScannedFormat> = [mistral]
+
+/**
+ * Formats that share an open tag (xml and qwen3_xml) form one opener, told apart by the block's body. Once one of
+ * them is enabled the tag is markup, so a body of the other shape is still parsed rather than called malformed.
+ */
+const tagOpener = (enabled: ReadonlyArray<TagFormat>, open: string): TagOpener | undefined => {
+  const first = enabled.find((f) => f.open === open)
+  if (first === undefined) return undefined
+  const family = [...enabled, ...TAG_FORMATS].filter((f) => f.open === open)
+  return {
+    _tag: "Tag",
+    open,
+    close: first.close,
+    committed: first.committed,
+    parse: (body, closed, tools) => (family.find((f) => f.claims(body)) ?? first).parse(body, closed, tools)
+  }
+}
+
+export const registry = (formats: ReadonlyArray<TextFormat>): Registry => {
+  const enabledTags = TAG_FORMATS.filter((f) => formats.includes(f.format))
+  const opens = [...new Set(enabledTags.map((f) => f.open))]
+  const tags = opens.flatMap((open) => tagOpener(enabledTags, open) ?? [])
+  const scanned = SCANNED_FORMATS.filter((f) => formats.includes(f.format)).map(
+    (format): ScannedOpener => ({ _tag: "Scanned", open: format.open, committed: format.committed, format })
+  )
+  return { openers: [...tags, ...scanned], bare: formats.includes("bare_json") ? parseBareJson : undefined }
+}

@@ -1,0 +1,119 @@
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { TEXT_FORMATS } from "../chat/toolcalls/types.js"
+
+/** The JSON config file of `iop edge` (see docs/configuration.md). Unknown keys are errors. */
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+const Port = Schema.Int.pipe(Schema.between(0, 65535))
+
+export const EchoProviderConfig = Schema.Struct({
+  type: Schema.Literal("echo"),
+  /** Delay between echoed tokens, to look like a model (0: as fast as possible). */
+  tokenDelayMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 15 })
+})
+
+export const OpenAiProviderConfig = Schema.Struct({
+  type: Schema.Literal("openai"),
+  baseUrl: Schema.String.pipe(Schema.pattern(/^https?:\/\//, { message: () => "an http:// or https:// URL" })),
+  /** The upstream's model name; defaults to the model's `id`. */
+  model: Schema.optional(Schema.String),
+  apiKey: Schema.optional(Schema.Redacted(Schema.String)),
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
+})
+
+export const ProviderConfig = Schema.Union(EchoProviderConfig, OpenAiProviderConfig)
+export type ProviderConfig = typeof ProviderConfig.Type
+
+export const OutputConfig = Schema.Struct({
+  strict: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  streamBuffer: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  xmlCompletionTool: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+})
+export type OutputConfig = typeof OutputConfig.Type
+
+export const ReasoningConfig = Schema.Struct({
+  /** The chat template opens `<think>` in the prompt: output is reasoning until `</think>`. */
+  implicitOpen: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** Where reasoning goes in responses: `reasoning_content`, `reasoning`, or `both`. */
+  field: Schema.optionalWith(Schema.Literal("reasoning_content", "reasoning", "both"), {
+    default: () => "reasoning_content" as const
+  })
+})
+export type ReasoningConfig = typeof ReasoningConfig.Type
+
+export const SentinelConfig = Schema.Struct({
+  /** End tokens added to the defaults (or replacing them with `replaceDefaults`). */
+  tokens: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
+  replaceDefaults: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+export type SentinelConfig = typeof SentinelConfig.Type
+
+export const ModelConfig = Schema.Struct({
+  id: Schema.String.pipe(Schema.minLength(1)),
+  provider: ProviderConfig,
+  tools: Schema.optionalWith(Schema.Literal("native", "text"), { default: () => "native" as const }),
+  /** Text tool-call formats parsed out of this model's output (default: all). */
+  toolFormats: Schema.optionalWith(Schema.Array(Schema.Literal(...TEXT_FORMATS)), { default: () => TEXT_FORMATS }),
+  output: Schema.optionalWith(OutputConfig, { default: () => OutputConfig.make({}) }),
+  reasoning: Schema.optionalWith(ReasoningConfig, { default: () => ReasoningConfig.make({}) }),
+  sentinels: Schema.optionalWith(SentinelConfig, { default: () => SentinelConfig.make({}) })
+})
+export type ModelConfig = typeof ModelConfig.Type
+
+export const ServerConfig = Schema.Struct({
+  host: Schema.optionalWith(Schema.String, { default: () => "127.0.0.1" }),
+  port: Schema.optionalWith(Port, { default: () => 8080 }),
+  apiKeys: Schema.optionalWith(Schema.Array(Schema.Redacted(Schema.String)), { default: () => [] }),
+  maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 4 * 1024 * 1024 }),
+  shutdownGraceMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 10_000 })
+})
+export type ServerConfig = typeof ServerConfig.Type
+
+export const RunsConfig = Schema.Struct({
+  idleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
+  toolValidationAttempts: Schema.optionalWith(PositiveInt, { default: () => 2 })
+})
+export type RunsConfig = typeof RunsConfig.Type
+
+export const LogConfig = Schema.Struct({
+  level: Schema.optionalWith(Schema.Literal("debug", "info", "warn", "error", "none"), {
+    default: () => "info" as const
+  })
+})
+export type LogConfig = typeof LogConfig.Type
+
+const uniqueModelIds = (models: ReadonlyArray<ModelConfig>) => {
+  const seen = new Set<string>()
+  for (const [i, m] of models.entries()) {
+    if (seen.has(m.id)) return { path: [i, "id"], message: `duplicate model id "${m.id}"` }
+    seen.add(m.id)
+  }
+  return true
+}
+
+export const EdgeConfigSchema = Schema.Struct({
+  /** Editors' pointer to `iop config schema` output; ignored by the edge. */
+  $schema: Schema.optional(Schema.String),
+  server: Schema.optionalWith(ServerConfig, { default: () => ServerConfig.make({}) }),
+  runs: Schema.optionalWith(RunsConfig, { default: () => RunsConfig.make({}) }),
+  log: Schema.optionalWith(LogConfig, { default: () => LogConfig.make({}) }),
+  models: Schema.optionalWith(
+    Schema.Array(ModelConfig).pipe(Schema.filter(uniqueModelIds)),
+    { default: () => [defaultEchoModel()] }
+  )
+})
+export type EdgeConfigShape = typeof EdgeConfigSchema.Type
+
+function defaultEchoModel(): ModelConfig {
+  return ModelConfig.make({ id: "echo", provider: { type: "echo", tokenDelayMs: 15 } })
+}
+
+/** The embedded default: one `echo` model, everything else at its default. */
+export const defaultConfig = (): EdgeConfigShape => Schema.decodeUnknownSync(EdgeConfigSchema)({})
+
+/** The edge's configuration as a service. */
+export class EdgeConfig extends Context.Tag("@iop/edge/EdgeConfig")<EdgeConfig, EdgeConfigShape>() {}
+
+export const layer = (config: EdgeConfigShape): Layer.Layer<EdgeConfig> => Layer.succeed(EdgeConfig, config)

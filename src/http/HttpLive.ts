@@ -1,0 +1,104 @@
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { randomUUID } from "node:crypto"
+import { createServer } from "node:http"
+import type { ChatCompletions } from "../chat/ChatCompletions.js"
+import { EdgeConfig } from "../config/EdgeConfig.js"
+import { EmbeddedNode } from "../node/EmbeddedNode.js"
+import { Metrics } from "../observability/Metrics.js"
+import { Lifecycle } from "./Lifecycle.js"
+import { makeRoutes } from "./routes.js"
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/
+
+/** Request id, open-request tracking and one access-log line per request (written when its body ends). */
+const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) =>
+  HttpMiddleware.make((app) =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const given = request.headers["x-request-id"]
+      const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
+      const startedAt = yield* Clock.currentTimeMillis
+      yield* Effect.annotateLogsScoped({ request_id: requestId })
+      yield* lifecycle.track
+      const response = yield* app
+      const route = request.url.split("?")[0] ?? request.url
+      yield* Effect.addFinalizer(() =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          yield* metrics.httpResponse({ route, status: response.status })
+          if (route === "/healthz" || route === "/metrics") return
+          yield* Effect.logInfo("http request").pipe(
+            Effect.annotateLogs({ method: request.method, path: route, status: response.status, duration_ms: now - startedAt })
+          )
+        })
+      )
+      return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+    })
+  )
+
+/** Serves the edge's routes on an HttpServer that the caller provides. */
+export const HttpAppLive: Layer.Layer<
+  never,
+  never,
+  HttpServer.HttpServer | EdgeConfig | ChatCompletions | Metrics | Lifecycle
+> = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const router = yield* makeRoutes
+    const lifecycle = yield* Lifecycle
+    const metrics = yield* Metrics
+    return HttpServer.serve(HttpRouter.toHttpApp(router).pipe(Effect.flatten), edgeMiddleware(lifecycle, metrics))
+  })
+)
+
+/**
+ * Marks the edge serving once it listens, and on shutdown (its finalizer runs
+ * before the server closes): refuse new requests, let open ones finish within
+ * `server.shutdownGraceMs`, then cancel what is left so every caller gets its
+ * terminal event.
+ */
+export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServer | Lifecycle | EmbeddedNode | EdgeConfig> =
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      yield* HttpServer.HttpServer
+      const lifecycle = yield* Lifecycle
+      const node = yield* EmbeddedNode
+      const config = yield* EdgeConfig
+      yield* lifecycle.markServing
+      yield* HttpServer.logAddress
+      yield* Effect.addFinalizer(() =>
+        Effect.gen(function* () {
+          yield* lifecycle.startDraining
+          const open = yield* lifecycle.open
+          yield* Effect.logInfo("draining").pipe(Effect.annotateLogs({ open_requests: open }))
+          const drained = yield* lifecycle.awaitIdle(config.server.shutdownGraceMs)
+          if (!drained) {
+            yield* Effect.logWarning("grace period over: cancelling open runs")
+            yield* node.cancelAll("edge shutting down")
+            yield* lifecycle.awaitIdle(2_000)
+          }
+          yield* Effect.logInfo("stopped")
+        })
+      )
+    })
+  )
+
+/** The Node HTTP server bound to the configured host and port. */
+export const NodeServerLive: Layer.Layer<HttpServer.HttpServer, HttpServerError.ServeError, EdgeConfig> = Layer.unwrapEffect(
+  EdgeConfig.pipe(
+    Effect.map((config) =>
+      NodeHttpServer.layerServer(() => createServer({ keepAliveTimeout: 5_000, requestTimeout: 300_000 }), {
+        host: config.server.host,
+        port: config.server.port
+      })
+    )
+  )
+)

@@ -1,0 +1,48 @@
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+
+/** Whether the edge takes requests, and how many are open (a stream counts until its body ends). */
+export declare namespace Lifecycle {
+  export interface Service {
+    readonly serving: Effect.Effect<boolean>
+    readonly markServing: Effect.Effect<void>
+    readonly startDraining: Effect.Effect<void>
+    /** Counts a request open until the scope (the request's) closes. */
+    readonly track: Effect.Effect<void, never, Scope.Scope>
+    readonly open: Effect.Effect<number>
+    /** Waits until no request is open, at most `timeout`; true when they all finished. */
+    readonly awaitIdle: (timeout: Duration.DurationInput) => Effect.Effect<boolean>
+  }
+}
+
+export class Lifecycle extends Context.Tag("@iop/edge/Lifecycle")<Lifecycle, Lifecycle.Service>() {}
+
+export const make = Effect.gen(function* () {
+  const state = yield* Ref.make<"starting" | "serving" | "draining">("starting")
+  const open = yield* SubscriptionRef.make(0)
+  return {
+    serving: Ref.get(state).pipe(Effect.map((s) => s === "serving")),
+    markServing: Ref.update(state, (s) => (s === "starting" ? "serving" : s)),
+    startDraining: Ref.set(state, "draining"),
+    track: Effect.acquireRelease(SubscriptionRef.update(open, (n) => n + 1), () =>
+      SubscriptionRef.update(open, (n) => n - 1)
+    ),
+    open: SubscriptionRef.get(open),
+    awaitIdle: (timeout) =>
+      open.changes.pipe(
+        Stream.takeUntil((n) => n === 0),
+        Stream.runDrain,
+        Effect.timeoutOption(timeout),
+        Effect.map(Option.isSome)
+      )
+  } satisfies Lifecycle.Service
+})
+
+export const LifecycleLive: Layer.Layer<Lifecycle> = Layer.effect(Lifecycle, make)

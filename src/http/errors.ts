@@ -1,0 +1,37 @@
+import * as Schema from "effect/Schema"
+
+/** Errors of the HTTP plane, before a request reaches the chat plane. */
+
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  message: Schema.String,
+  param: Schema.NullOr(Schema.String)
+}) {}
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {}) {
+  override get message(): string {
+    return "Incorrect API key provided"
+  }
+}
+
+export class BodyTooLarge extends Schema.TaggedError<BodyTooLarge>()("BodyTooLarge", { limit: Schema.Number }) {
+  override get message(): string {
+    return `request body is larger than the limit of ${this.limit} bytes`
+  }
+}
+
+export class ShuttingDown extends Schema.TaggedError<ShuttingDown>()("ShuttingDown", {}) {
+  override get message(): string {
+    return "the edge is shutting down"
+  }
+}
+
+export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()("RouteNotFound", {
+  method: Schema.String,
+  path: Schema.String
+}) {
+  override get message(): string {
+    return `no route for ${this.method} ${this.path}`
+  }
+}
+
+export type HttpError = InvalidRequest | Unauthorized | BodyTooLarge | ShuttingDown | RouteNotFound

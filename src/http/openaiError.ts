@@ -1,0 +1,65 @@
+import type { ModelNotFound, RunOutcomeError } from "../chat/errors.js"
+import type { SubmitError } from "../run/errors.js"
+import type { HttpError } from "./errors.js"
+
+/** Every error the API can answer with, mapped to OpenAI's shape here and nowhere else. */
+export type EdgeError = HttpError | ModelNotFound | SubmitError | RunOutcomeError
+
+export interface OpenAiErrorBody {
+  readonly error: {
+    readonly message: string
+    readonly type: string
+    readonly param: string | null
+    readonly code: string | null
+  }
+}
+
+export interface HttpErrorResponse {
+  readonly status: number
+  readonly body: OpenAiErrorBody
+}
+
+const body = (message: string, type: string, param: string | null = null, code: string | null = null) => ({
+  error: { message, type, param, code }
+})
+
+/** The status and body of an error answered before any response was written. */
+export const toHttpError = (e: EdgeError): HttpErrorResponse => {
+  switch (e._tag) {
+    case "InvalidRequest":
+      return { status: 400, body: body(e.message, "invalid_request_error", e.param) }
+    case "BodyTooLarge":
+      return { status: 413, body: body(e.message, "invalid_request_error", null, "request_too_large") }
+    case "Unauthorized":
+      return { status: 401, body: body(e.message, "authentication_error", null, "invalid_api_key") }
+    case "RouteNotFound":
+      return { status: 404, body: body(e.message, "invalid_request_error", null, "not_found") }
+    case "ModelNotFound":
+      return { status: 404, body: body(e.message, "invalid_request_error", "model", "model_not_found") }
+    case "NoNodeForModel":
+    case "NodesAtCapacity":
+    case "ShuttingDown":
+      return { status: 503, body: body(e.message, "service_unavailable", null, "service_unavailable") }
+    case "RunFailed":
+      return { status: 502, body: body(e.message, "run_error") }
+    case "RunTimedOut":
+      return { status: 504, body: body(e.message, "timeout") }
+    case "ToolValidationFailed":
+      return { status: 502, body: body(e.message, "tool_validation_error") }
+    case "ToolValidationRetryFailed":
+      return { status: 502, body: body(e.message, "tool_validation_retry_error") }
+  }
+}
+
+/** The payload of the one SSE error event that ends a stream that already started. */
+export const toSseError = (e: RunOutcomeError): { readonly error: { readonly type: string; readonly message: string } } => {
+  switch (e._tag) {
+    case "RunFailed":
+    case "RunTimedOut":
+      return { error: { type: "run_error", message: e.message } }
+    case "ToolValidationFailed":
+      return { error: { type: "tool_validation_error", message: e.message } }
+    case "ToolValidationRetryFailed":
+      return { error: { type: "tool_validation_retry_error", message: e.message } }
+  }
+}

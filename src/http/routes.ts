@@ -1,0 +1,109 @@
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { ChatCompletions } from "../chat/ChatCompletions.js"
+import type { StreamItem } from "../chat/chunks.js"
+import { EdgeConfig } from "../config/EdgeConfig.js"
+import { Metrics } from "../observability/Metrics.js"
+import { makeKeyCheck } from "./Auth.js"
+import { BodyTooLarge, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
+import { Lifecycle } from "./Lifecycle.js"
+import { type EdgeError, toHttpError, toSseError } from "./openaiError.js"
+import * as Sse from "./sse.js"
+import { decodeBody, toChatRequest } from "./toChatRequest.js"
+
+export const errorResponse = (e: EdgeError) => {
+  const { status, body } = toHttpError(e)
+  return HttpServerResponse.unsafeJson(body, { status })
+}
+
+const renderItem = (item: StreamItem): string =>
+  item._tag === "Chunk" ? Sse.frame(item.chunk) : Sse.frame(toSseError(item.error))
+
+/** SSE bytes: one write per pulled chunk of items (what matters most for throughput), then `[DONE]`. */
+export const sseBody = (items: Stream.Stream<StreamItem>): Stream.Stream<Uint8Array> =>
+  items.pipe(
+    Stream.mapChunks((chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, renderItem), ""))),
+    Stream.filter((text) => text !== ""),
+    Stream.concat(Stream.make(Sse.DONE)),
+    Stream.encodeText
+  )
+
+const SSE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" }
+
+const readBody = (limit: number) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const declared = Number(request.headers["content-length"] ?? "0")
+    if (declared > limit) return yield* Effect.fail(new BodyTooLarge({ limit }))
+    return yield* request.text.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(limit)),
+      Effect.mapError((e) =>
+        String(e.cause).includes("maxBytes exceeded")
+          ? new BodyTooLarge({ limit })
+          : new InvalidRequest({ message: `could not read the request body: ${e.message}`, param: null })
+      )
+    )
+  })
+
+export const makeRoutes = Effect.gen(function* () {
+  const config = yield* EdgeConfig
+  const chat = yield* ChatCompletions
+  const metrics = yield* Metrics
+  const lifecycle = yield* Lifecycle
+  const keyOk = makeKeyCheck(config.server.apiKeys)
+
+  /** Auth and drain checks shared by every `/v1` route. */
+  const guard = Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    if (!(yield* lifecycle.serving)) return yield* Effect.fail(new ShuttingDown())
+    if (!keyOk(request.headers["authorization"])) return yield* Effect.fail(new Unauthorized())
+  })
+
+  const chatCompletions = Effect.gen(function* () {
+    yield* guard
+    const text = yield* readBody(config.server.maxBodyBytes)
+    const wire = yield* decodeBody(text)
+    const request = yield* toChatRequest(config, wire)
+    yield* Effect.annotateLogsScoped({ model: request.submit.model, stream: request.stream })
+    if (!request.stream) return HttpServerResponse.unsafeJson(yield* chat.complete(request))
+    const items = yield* chat.stream(request)
+    return HttpServerResponse.stream(sseBody(items), { contentType: "text/event-stream", headers: SSE_HEADERS })
+  }).pipe(Effect.catchAll(errorResponse))
+
+  const models = Effect.gen(function* () {
+    yield* guard
+    return HttpServerResponse.unsafeJson({
+      object: "list",
+      data: config.models.map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "iop" }))
+    })
+  }).pipe(Effect.catchAll(errorResponse))
+
+  const health = lifecycle.serving.pipe(
+    Effect.map((ok) =>
+      HttpServerResponse.unsafeJson({ status: ok ? "ok" : "unavailable" }, { status: ok ? 200 : 503 })
+    )
+  )
+
+  const metricsText = metrics.exposition.pipe(
+    Effect.map(({ body, contentType }) => HttpServerResponse.text(body, { contentType }))
+  )
+
+  const notFound = Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    return errorResponse(new RouteNotFound({ method: request.method, path: request.url }))
+  })
+
+  return HttpRouter.empty.pipe(
+    HttpRouter.post("/v1/chat/completions", chatCompletions),
+    HttpRouter.get("/v1/models", models),
+    HttpRouter.get("/healthz", health),
+    HttpRouter.get("/metrics", metricsText),
+    HttpRouter.all("*", notFound)
+  )
+})

@@ -1,0 +1,103 @@
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import type { ChatRequest } from "../chat/ChatCompletions.js"
+import { ModelNotFound } from "../chat/errors.js"
+import { outputPolicy, type ReasoningField } from "../chat/policy.js"
+import { toolChoiceMode } from "../chat/toolcalls/validate.js"
+import type { RequestTool } from "../chat/toolcalls/types.js"
+import type { EdgeConfigShape } from "../config/EdgeConfig.js"
+import { primaryIssue } from "../config/parseIssues.js"
+import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
+import { InvalidRequest } from "./errors.js"
+import { ChatCompletionRequest } from "./wire/ChatCompletionRequest.js"
+
+const decodeWire = Schema.decodeUnknownEither(ChatCompletionRequest, { errors: "all" })
+
+/** Parses and decodes the body; an error names the offending field. */
+export const decodeBody = (text: string): Either.Either<ChatCompletionRequest, InvalidRequest> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (e) {
+    const detail = e instanceof Error ? e.message : String(e)
+    return Either.left(new InvalidRequest({ message: `request body is not valid JSON: ${detail}`, param: null }))
+  }
+  return Either.mapLeft(decodeWire(json), (error) => {
+    const first = primaryIssue(error)
+    const param = first === undefined || first.path === "" ? null : first.path
+    const message = first === undefined ? "invalid request" : param === null ? first.message : `${param}: ${first.message}`
+    return new InvalidRequest({ message, param })
+  })
+}
+
+const REASONING_FIELDS: ReadonlyArray<ReasoningField> = ["reasoning_content", "reasoning", "both"]
+const isReasoningField = (s: string | undefined): s is ReasoningField =>
+  s !== undefined && (REASONING_FIELDS as ReadonlyArray<string>).includes(s)
+
+const defined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value)
+
+/** Resolves the model and decides everything the chat plane needs for one request. */
+export const toChatRequest = (
+  config: EdgeConfigShape,
+  wire: ChatCompletionRequest
+): Effect.Effect<ChatRequest & { readonly stream: boolean }, ModelNotFound | InvalidRequest> => {
+  const model = config.models.find((m) => m.id === wire.model)
+  if (model === undefined) return Effect.fail(new ModelNotFound({ model: wire.model }))
+  const wireTools = wire.tools ?? []
+  const tools: ReadonlyArray<RequestTool> = wireTools.map((t) => ({
+    name: t.function.name,
+    description: t.function.description,
+    parameters: t.function.parameters
+  }))
+  const choice = defined(wire.tool_choice)
+  if (typeof choice === "object" && !tools.some((t) => t.name === choice.function.name)) {
+    return Effect.fail(
+      new InvalidRequest({
+        message: `tool_choice names the function "${choice.function.name}", which is not in tools`,
+        param: "tool_choice"
+      })
+    )
+  }
+  const metadata = wire.metadata ?? {}
+  const fieldOverride = metadata["iop_reasoning_field"]
+  const maxTokens = defined(wire.max_completion_tokens) ?? defined(wire.max_tokens)
+  const submit: SubmitRunRequest = {
+    model: model.id,
+    messages: wire.messages,
+    tools: wireTools,
+    ...(choice !== undefined ? { toolChoice: choice } : {}),
+    ...(wire.parallel_tool_calls != null ? { parallelToolCalls: wire.parallel_tool_calls } : {}),
+    sampling: dropUndefined({
+      temperature: defined(wire.temperature),
+      topP: defined(wire.top_p),
+      maxTokens,
+      stop: defined(wire.stop),
+      seed: defined(wire.seed),
+      presencePenalty: defined(wire.presence_penalty),
+      frequencyPenalty: defined(wire.frequency_penalty),
+      responseFormat: defined(wire.response_format)
+    }),
+    metadata
+  }
+  return Effect.succeed({
+    model,
+    submit,
+    stream: wire.stream === true,
+    includeUsage: wire.stream_options?.include_usage === true,
+    tools,
+    toolChoice: toolChoiceMode(choice),
+    policy: outputPolicy(model, {
+      includeReasoning: defined(wire.include_reasoning),
+      reasoningExclude: defined(wire.reasoning?.exclude),
+      fieldOverride: isReasoningField(fieldOverride) ? fieldOverride : undefined,
+      toolNames: tools.map((t) => t.name)
+    })
+  })
+}
+
+const dropUndefined = <T extends Record<string, unknown>>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } => {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v
+  return out as { [K in keyof T]: Exclude<T[K], undefined> }
+}

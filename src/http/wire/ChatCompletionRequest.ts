@@ -1,0 +1,35 @@
+import * as Schema from "effect/Schema"
+import { ChatMessage, FunctionTool, JsonObject, ToolChoice } from "../../run/SubmitRunRequest.js"
+
+/**
+ * The OpenAI Chat Completions request, as far as the edge honours it.
+ * Unknown fields are accepted and ignored (Schema's default); `null` is
+ * accepted wherever clients commonly send it for "unset".
+ */
+
+const Nullable = <S extends Schema.Schema.Any>(s: S) => Schema.optional(Schema.NullOr(s))
+const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+
+export const ChatCompletionRequest = Schema.Struct({
+  model: Schema.String.pipe(Schema.minLength(1)),
+  messages: Schema.NonEmptyArray(ChatMessage),
+  stream: Nullable(Schema.Boolean),
+  stream_options: Nullable(Schema.Struct({ include_usage: Nullable(Schema.Boolean) })),
+  tools: Nullable(Schema.Array(FunctionTool)),
+  tool_choice: Nullable(ToolChoice),
+  parallel_tool_calls: Nullable(Schema.Boolean),
+  temperature: Nullable(Schema.Number.pipe(Schema.between(0, 2))),
+  top_p: Nullable(Schema.Number.pipe(Schema.between(0, 1))),
+  max_tokens: Nullable(NonNegativeInt),
+  max_completion_tokens: Nullable(NonNegativeInt),
+  stop: Nullable(Schema.Union(Schema.String, Schema.Array(Schema.String).pipe(Schema.maxItems(16)))),
+  seed: Nullable(Schema.Int),
+  presence_penalty: Nullable(Schema.Number.pipe(Schema.between(-2, 2))),
+  frequency_penalty: Nullable(Schema.Number.pipe(Schema.between(-2, 2))),
+  response_format: Nullable(JsonObject),
+  n: Nullable(Schema.Literal(1)),
+  metadata: Nullable(Schema.Record({ key: Schema.String, value: Schema.String })),
+  include_reasoning: Nullable(Schema.Boolean),
+  reasoning: Nullable(Schema.Struct({ exclude: Nullable(Schema.Boolean) }))
+})
+export type ChatCompletionRequest = typeof ChatCompletionRequest.Type

@@ -1,0 +1,32 @@
+/**
+ * iop edge as a library: mount the edge's routes in your own Effect HTTP
+ * server, or call `ChatCompletions` / `RunService` directly.
+ *
+ * @example
+ * ```ts
+ * import { Edge, EdgeConfig } from "iop-edge"
+ * const live = Edge.EdgeHttpLive.pipe(Layer.provide(EdgeConfig.layer(EdgeConfig.defaultConfig())), ...)
+ * ```
+ */
+export * as Edge from "./Edge.js"
+export * as EdgeConfig from "./config/EdgeConfig.js"
+export * as LoadConfig from "./config/loadConfig.js"
+export * as ChatCompletions from "./chat/ChatCompletions.js"
+export * as ChatErrors from "./chat/errors.js"
+export * as Session from "./chat/session.js"
+export * as Policy from "./chat/policy.js"
+export * as RunService from "./run/RunService.js"
+export * as RunEvent from "./run/RunEvent.js"
+export * as RunErrors from "./run/errors.js"
+export * as SubmitRunRequest from "./run/SubmitRunRequest.js"
+export * as NodeRegistry from "./run/NodeRegistry.js"
+export * as InProcessTransport from "./run/transport/InProcess.js"
+export * as Node from "./node/Node.js"
+export * as EmbeddedNode from "./node/EmbeddedNode.js"
+export * as Provider from "./providers/Provider.js"
+export * as EchoProvider from "./providers/echo/Echo.js"
+export * as OpenAiProvider from "./providers/openai/OpenAiProvider.js"
+export * as Metrics from "./observability/Metrics.js"
+export * as HttpEdge from "./http/HttpLive.js"
+export * as OpenAiError from "./http/openaiError.js"
+export * as ChatCompletionRequest from "./http/wire/ChatCompletionRequest.js"

@@ -1,0 +1,219 @@
+import * as RunEvent from "../../run/RunEvent.js"
+import {
+  chunkError,
+  type UpstreamChunk,
+  type UpstreamDelta,
+  type UpstreamInput,
+  type UpstreamToolCallDelta,
+  type UpstreamUsage
+} from "./upstreamWire.js"
+
+/**
+ * Upstream `chat.completion.chunk`s → `RunEvent`s, as a pure reducer.
+ * `step` maps one chunk to its text events and remembers what only the end
+ * needs (tool calls, finish reason, usage, model, an upstream error);
+ * `finish` turns that into the single terminal event. `feed` drives both
+ * from the decoded stream (chunks, `[DONE]`, broken events, the end of the
+ * body, a transport failure) and guarantees exactly one terminal event.
+ */
+
+export type ToolMode = "native" | "text"
+
+interface PendingCall {
+  readonly index: number
+  readonly id: string | undefined
+  readonly name: string | undefined
+  readonly arguments: string
+}
+
+type Emit = readonly [MapperState, ReadonlyArray<RunEvent.RunEvent>]
+
+export interface MapperState {
+  readonly toolMode: ToolMode
+  /** The configured upstream model, used when the upstream does not name one. */
+  readonly configuredModel: string | undefined
+  readonly reportedModel: string | undefined
+  readonly calls: ReadonlyArray<PendingCall>
+  readonly finishReason: string | undefined
+  readonly usage: RunEvent.Usage | undefined
+  readonly error: string | undefined
+  /** The terminal event was emitted (by `feed`); nothing more is accepted. */
+  readonly closed: boolean
+}
+
+export const initial = (options?: { readonly toolMode?: ToolMode; readonly upstreamModel?: string }): MapperState => ({
+  toolMode: options?.toolMode ?? "native",
+  configuredModel: options?.upstreamModel,
+  reportedModel: undefined,
+  calls: [],
+  finishReason: undefined,
+  usage: undefined,
+  error: undefined,
+  closed: false
+})
+
+const nonEmpty = (s: string | null | undefined): s is string => typeof s === "string" && s !== ""
+
+const contentText = (content: UpstreamDelta["content"]): string => {
+  if (content === undefined || content === null) return ""
+  if (typeof content === "string") return content
+  let text = ""
+  for (const part of content) {
+    if (typeof part === "object" && part !== null && "text" in part && typeof part.text === "string") text += part.text
+  }
+  return text
+}
+
+const argumentsText = (args: unknown): string => {
+  if (args === undefined || args === null) return ""
+  return typeof args === "string" ? args : JSON.stringify(args)
+}
+
+const nextIndex = (calls: ReadonlyArray<PendingCall>): number =>
+  calls.reduce((max, call) => Math.max(max, call.index + 1), 0)
+
+// Which call a delta continues. Servers that omit `index` are keyed by `id`; a
+// delta with a new `id` at an index already taken (seen from servers that send
+// every parallel call at index 0) starts a new call rather than corrupting one.
+const callIndexOf = (calls: ReadonlyArray<PendingCall>, delta: UpstreamToolCallDelta): number => {
+  const id = nonEmpty(delta.id) ? delta.id : undefined
+  if (typeof delta.index === "number") {
+    const at = calls.find((call) => call.index === delta.index)
+    if (at !== undefined && id !== undefined && at.id !== undefined && at.id !== id) {
+      return calls.find((call) => call.id === id)?.index ?? nextIndex(calls)
+    }
+    return delta.index
+  }
+  if (id !== undefined) return calls.find((call) => call.id === id)?.index ?? nextIndex(calls)
+  return calls.at(-1)?.index ?? 0
+}
+
+const addToolDelta = (calls: ReadonlyArray<PendingCall>, delta: UpstreamToolCallDelta): ReadonlyArray<PendingCall> => {
+  const index = callIndexOf(calls, delta)
+  const id = nonEmpty(delta.id) ? delta.id : undefined
+  const name = nonEmpty(delta.function?.name) ? delta.function.name : undefined
+  const args = argumentsText(delta.function?.arguments)
+  const existing = calls.find((call) => call.index === index)
+  if (existing === undefined) return [...calls, { index, id, name, arguments: args }]
+  // id and name come from the first delta that has them; later repeats are ignored, arguments concatenate.
+  const updated: PendingCall = {
+    index,
+    id: existing.id ?? id,
+    name: existing.name ?? name,
+    arguments: existing.arguments + args
+  }
+  return calls.map((call) => (call === existing ? updated : call))
+}
+
+const toUsage = (usage: UpstreamUsage): RunEvent.Usage | undefined => {
+  const input = usage.prompt_tokens
+  const output = usage.completion_tokens
+  if (typeof input !== "number" && typeof output !== "number") return undefined
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens
+  const cached = usage.prompt_tokens_details?.cached_tokens
+  return {
+    inputTokens: input ?? 0,
+    outputTokens: output ?? 0,
+    ...(typeof reasoning === "number" ? { reasoningTokens: reasoning } : {}),
+    ...(typeof cached === "number" ? { cachedInputTokens: cached } : {})
+  }
+}
+
+/** Maps one upstream chunk: its text events now, the rest remembered for `finish`. */
+export const step = (state: MapperState, chunk: UpstreamChunk): Emit => {
+  if (state.closed || state.error !== undefined) return [state, []]
+  const reportedModel = state.reportedModel ?? (nonEmpty(chunk.model) ? chunk.model : undefined)
+  const error = chunkError(chunk)
+  if (error !== undefined) return [{ ...state, reportedModel, error }, []]
+  const events: Array<RunEvent.RunEvent> = []
+  let calls = state.calls
+  let finishReason = state.finishReason
+  for (const choice of chunk.choices ?? []) {
+    // Only the first choice: the edge never asks for n > 1.
+    if ((choice.index ?? 0) !== 0) continue
+    const delta = choice.delta
+    if (delta !== undefined && delta !== null) {
+      // vLLM may send the same text as both `reasoning` and `reasoning_content`: take one.
+      const reasoning = nonEmpty(delta.reasoning_content) ? delta.reasoning_content : delta.reasoning
+      if (nonEmpty(reasoning)) events.push(RunEvent.reasoningDelta(reasoning))
+      const text = contentText(delta.content) + (delta.refusal ?? "")
+      if (text !== "") events.push(RunEvent.delta(text))
+      for (const toolDelta of delta.tool_calls ?? []) calls = addToolDelta(calls, toolDelta)
+    }
+    if (nonEmpty(choice.finish_reason)) finishReason = choice.finish_reason
+  }
+  const usage = chunk.usage !== undefined && chunk.usage !== null ? toUsage(chunk.usage) ?? state.usage : state.usage
+  return [{ ...state, reportedModel, calls, finishReason, usage }, events]
+}
+
+/** The terminal event: `Complete` with what was accumulated, or `Failed` when the upstream reported an error. */
+export const finish = (state: MapperState): RunEvent.RunEvent => {
+  if (state.error !== undefined) return RunEvent.failed(`upstream error: ${state.error}`)
+  const toolCalls: Array<RunEvent.NativeToolCall> = [...state.calls]
+    .sort((a, b) => a.index - b.index)
+    .map((call) => ({
+      ...(call.id !== undefined ? { id: call.id } : {}),
+      name: call.name ?? "",
+      arguments: call.arguments
+    }))
+  const reason = state.finishReason ?? "stop"
+  const model = state.reportedModel ?? state.configuredModel
+  return RunEvent.complete({
+    finishReason: toolCalls.length > 0 && reason === "stop" ? "tool_calls" : reason,
+    toolCalls,
+    ...(state.usage !== undefined ? { usage: state.usage } : {}),
+    metadata: {
+      ...(model !== undefined ? { upstream_model: model } : {}),
+      ...(state.toolMode === "text" ? { tool_mode: "text" } : {})
+    }
+  })
+}
+
+/** What the provider's stream feeds the mapper: decoded events, then how the body ended. */
+export type StreamInput =
+  | UpstreamInput
+  | { readonly _tag: "End" }
+  | { readonly _tag: "TransportFailed"; readonly message: string }
+
+export const END: StreamInput = { _tag: "End" }
+
+export const EARLY_END_MESSAGE = "upstream stream ended early"
+
+/**
+ * One input of the upstream stream → events. Emits exactly one terminal event
+ * over any sequence of inputs that ends with `End` (or earlier), then nothing.
+ */
+export const feed = (state: MapperState, input: StreamInput): Emit => {
+  if (state.closed) return [state, []]
+  const close = (s: MapperState, events: ReadonlyArray<RunEvent.RunEvent>, terminal: RunEvent.RunEvent) =>
+    [{ ...s, closed: true }, [...events, terminal]] as const
+  switch (input._tag) {
+    case "Chunk": {
+      const [next, events] = step(state, input.chunk)
+      return next.error !== undefined ? close(next, events, finish(next)) : [next, events]
+    }
+    case "Done":
+      return close(state, [], finish(state))
+    case "Malformed":
+    case "TransportFailed":
+      return close(state, [], RunEvent.failed(input.message))
+    case "End":
+      // Without `[DONE]`, a finish_reason still means the upstream finished (some servers omit `[DONE]`).
+      return close(state, [], state.finishReason !== undefined ? finish(state) : RunEvent.failed(EARLY_END_MESSAGE))
+  }
+}
+
+/** Runs the mapper over a whole sequence of inputs (tests, replays). */
+export const feedAll = (
+  inputs: Iterable<StreamInput>,
+  init: MapperState = initial()
+): ReadonlyArray<RunEvent.RunEvent> => {
+  let state = init
+  const out: Array<RunEvent.RunEvent> = []
+  for (const input of inputs) {
+    const [next, events] = feed(state, input)
+    state = next
+    out.push(...events)
+  }
+  return out
+}

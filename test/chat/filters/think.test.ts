@@ -1,0 +1,272 @@
+import { describe, expect, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
+import * as Sentinel from "../../../src/chat/filters/sentinel.js"
+import * as Think from "../../../src/chat/filters/think.js"
+
+interface Routed {
+  readonly content: string
+  readonly reasoning: string
+}
+
+const run = (implicitOpen: boolean, chunks: ReadonlyArray<string>): Routed => {
+  let state = Think.initial({ implicitOpen })
+  let content = ""
+  let reasoning = ""
+  for (const chunk of chunks) {
+    const [next, out] = Think.append(state, chunk)
+    state = next
+    content += out.content
+    reasoning += out.reasoning
+  }
+  const last = Think.flush(state)
+  return { content: content + last.content, reasoning: reasoning + last.reasoning }
+}
+
+/** Sentinel first, then think, as the chat session composes them. */
+const runComposed = (implicitOpen: boolean, chunks: ReadonlyArray<string>): Routed => {
+  let sentinel = Sentinel.initial(Sentinel.DEFAULT_SENTINELS)
+  let think = Think.initial({ implicitOpen })
+  let content = ""
+  let reasoning = ""
+  const feed = (text: string) => {
+    const [next, out] = Think.append(think, text)
+    think = next
+    content += out.content
+    reasoning += out.reasoning
+  }
+  for (const chunk of chunks) {
+    const [next, text] = Sentinel.append(sentinel, chunk)
+    sentinel = next
+    feed(text)
+  }
+  feed(Sentinel.flush(sentinel))
+  const last = Think.flush(think)
+  return { content: content + last.content, reasoning: reasoning + last.reasoning }
+}
+
+/** Non-streaming reference for the think block. */
+const reference = (implicitOpen: boolean, text: string): Routed => {
+  const open = /^\s*<think>/i.exec(text)
+  if (open === null && !implicitOpen) return { content: text, reasoning: "" }
+  const rest = open === null ? text : text.slice(open[0].length)
+  const close = rest.search(/<\/think>/i)
+  if (close < 0) return { content: "", reasoning: rest }
+  return { content: rest.slice(close + "</think>".length).replace(/^\s+/, ""), reasoning: rest.slice(0, close) }
+}
+
+const referenceComposed = (implicitOpen: boolean, text: string): Routed => {
+  const ends = Sentinel.DEFAULT_SENTINELS.map((s) => text.indexOf(s)).filter((i) => i >= 0)
+  return reference(implicitOpen, ends.length === 0 ? text : text.slice(0, Math.min(...ends)))
+}
+
+const splitAt = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
+  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
+  const chunks: Array<string> = []
+  let from = 0
+  for (const p of points) {
+    chunks.push(text.slice(from, p))
+    from = p
+  }
+  chunks.push(text.slice(from))
+  return chunks
+}
+
+const units = (text: string): ReadonlyArray<string> => text.split("")
+
+const everySplit = (text: string, check: (chunks: ReadonlyArray<string>) => void) => {
+  for (let i = 0; i <= text.length; i++) {
+    for (let j = i; j <= text.length; j++) check([text.slice(0, i), text.slice(i, j), text.slice(j)])
+  }
+  check(units(text))
+}
+
+const whitespace = fc
+  .array(fc.constantFrom(" ", "\n", "\n\n", "\t", "\r\n", "\u00a0", "\u3000"), { maxLength: 4 })
+  .map((parts) => parts.join(""))
+const openTag = fc.constantFrom("<think>", "<THINK>", "<Think>", "<tHiNk>", "")
+const closeTag = fc.constantFrom("</think>", "</THINK>", "</Think>", "")
+const words = [
+  "hello",
+  " world",
+  "\n",
+  " ",
+  "é",
+  "｜",
+  "\u212a", // KELVIN SIGN folds to "k" under Unicode rules, but must not match the ASCII tag
+  "<",
+  "</",
+  "<th",
+  "</thi",
+  "think>",
+  ">",
+  "<thinking>",
+  "<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>",
+  "<think>",
+  "</think>"
+]
+const prose = fc.array(fc.constantFrom(...words), { maxLength: 12 }).map((parts) => parts.join(""))
+const sentinelTail = fc.oneof(
+  fc.constant(""),
+  fc.tuple(fc.constantFrom(...Sentinel.DEFAULT_SENTINELS), prose).map(([s, garbage]) => s + garbage),
+  fc.constantFrom(...Sentinel.DEFAULT_SENTINELS.map((s) => s.slice(0, s.length - 1)))
+)
+/** Content shaped like model output: optional leading block, then the answer, maybe a sentinel and garbage. */
+const shaped = fc
+  .tuple(whitespace, openTag, prose, closeTag, whitespace, prose, sentinelTail)
+  .map((parts) => parts.join(""))
+const soup = fc
+  .array(fc.constantFrom(...words, "<THINK>", "</Think>", " ", "\n\n", ...Sentinel.DEFAULT_SENTINELS), {
+    maxLength: 16
+  })
+  .map((parts) => parts.join(""))
+const anyText = fc.oneof(shaped, soup)
+const cuts = fc.array(fc.nat({ max: 1000 }), { maxLength: 40 })
+
+describe("think filter", () => {
+  it("routes a leading block to reasoning and drops the whitespace after it", () => {
+    expect(run(false, ["<think>plan</think>\n\nanswer"])).toEqual({ content: "answer", reasoning: "plan" })
+    expect(run(false, ["\n  <think>plan</think> answer"])).toEqual({ content: "answer", reasoning: "plan" })
+  })
+
+  it("keeps whitespace inside the block and inside the answer", () => {
+    expect(run(false, ["<think>\nplan\n</think>\n\nline 1\n\nline 2\n"])).toEqual({
+      content: "line 1\n\nline 2\n",
+      reasoning: "\nplan\n"
+    })
+  })
+
+  it("is a pass-through when content does not start with <think>", () => {
+    expect(run(false, ["Hello ", "<think>x</think>"])).toEqual({ content: "Hello <think>x</think>", reasoning: "" })
+    expect(run(false, ["  <thinking>", " more"])).toEqual({ content: "  <thinking> more", reasoning: "" })
+  })
+
+  it("leaves a later <think> in content", () => {
+    expect(run(false, ["<think>a</think>b <think>c</think>"])).toEqual({
+      content: "b <think>c</think>",
+      reasoning: "a"
+    })
+  })
+
+  it("matches tags case-insensitively", () => {
+    expect(run(false, ["<THINK>a</THINK>b"])).toEqual({ content: "b", reasoning: "a" })
+    expect(run(false, ["<Think>a</tHINK>b"])).toEqual({ content: "b", reasoning: "a" })
+  })
+
+  it("does not fold non-ASCII letters onto the tag", () => {
+    expect(run(false, ["<thin\u212a>a"])).toEqual({ content: "<thin\u212a>a", reasoning: "" })
+    expect(run(false, ["<think>a</thin\u212a>b"])).toEqual({ content: "", reasoning: "a</thin\u212a>b" })
+  })
+
+  it("treats a block that never closes as reasoning to the end", () => {
+    expect(run(false, ["<think>still ", "thinking </thi"])).toEqual({ content: "", reasoning: "still thinking </thi" })
+  })
+
+  it("treats tool-call markup inside the block as reasoning", () => {
+    const call = "<tool_call>{\"name\":\"f\"}</tool_call>"
+    expect(run(false, [`<think>${call}</think>done`])).toEqual({ content: "done", reasoning: call })
+  })
+
+  it("keeps whitespace-only content as content", () => {
+    expect(run(false, [" ", "\n\n", "\t"])).toEqual({ content: " \n\n\t", reasoning: "" })
+    expect(run(false, ["  <thi"])).toEqual({ content: "  <thi", reasoning: "" })
+  })
+
+  it("gives nothing when the answer after the block is only whitespace", () => {
+    expect(run(false, ["<think>a</think>", "\n", " \n"])).toEqual({ content: "", reasoning: "a" })
+  })
+
+  it("holds the undecided start, then releases it as content", () => {
+    const [state, out] = Think.append(Think.initial({ implicitOpen: false }), "\n<thi")
+    expect(out).toEqual({ content: "", reasoning: "" })
+    expect(Think.append(state, "s")[1]).toEqual({ content: "\n<this", reasoning: "" })
+  })
+
+  it("holds back only a possible partial </think> inside the block", () => {
+    const [state, out] = Think.append(Think.initial({ implicitOpen: false }), "<think>abc</th")
+    expect(out).toEqual({ content: "", reasoning: "abc" })
+    expect(Think.append(state, "ose")[1]).toEqual({ content: "", reasoning: "</those" })
+  })
+
+  describe("implicitOpen", () => {
+    it("starts as reasoning until </think>", () => {
+      expect(run(true, ["plan", "</think>\nanswer"])).toEqual({ content: "answer", reasoning: "plan" })
+    })
+
+    it("swallows an explicit leading <think>", () => {
+      expect(run(true, ["\n<think>plan</think>answer"])).toEqual({ content: "answer", reasoning: "plan" })
+    })
+
+    it("keeps leading whitespace that is not before a tag as reasoning", () => {
+      expect(run(true, ["\nplan</think>answer"])).toEqual({ content: "answer", reasoning: "\nplan" })
+    })
+
+    it("finds </think> right at the start", () => {
+      expect(run(true, ["<", "/think>answer"])).toEqual({ content: "answer", reasoning: "" })
+    })
+
+    it("is reasoning to the end when </think> never comes", () => {
+      expect(run(true, ["all ", "reasoning <thi"])).toEqual({ content: "", reasoning: "all reasoning <thi" })
+      expect(run(true, ["  <thi"])).toEqual({ content: "", reasoning: "  <thi" })
+    })
+  })
+
+  it("routes <think> and </think> split at every position", () => {
+    for (const implicitOpen of [false, true]) {
+      for (const input of ["<think>ab</think>cd", " <THINK>a</Think> \nb", "<think><think></think></think>"]) {
+        const expected = reference(implicitOpen, input)
+        everySplit(input, (chunks) => expect(run(implicitOpen, chunks)).toEqual(expected))
+      }
+    }
+    const expected = { content: "cd", reasoning: "ab" }
+    everySplit("<think>ab</think>cd", (chunks) => expect(run(false, chunks)).toEqual(expected))
+  })
+
+  it("drops each default sentinel split at every position, composed with think", () => {
+    for (const sentinel of Sentinel.DEFAULT_SENTINELS) {
+      const input = `<think>r</think>\nans${sentinel}junk`
+      everySplit(input, (chunks) => expect(runComposed(false, chunks)).toEqual({ content: "ans", reasoning: "r" }))
+    }
+  })
+
+  it("agrees with JavaScript's \\s on every UTF-16 code unit", () => {
+    for (let unit = 0; unit <= 0xffff; unit++) {
+      expect(Think.isWhitespace(unit)).toBe(/\s/.test(String.fromCharCode(unit)))
+    }
+  })
+
+  for (const implicitOpen of [false, true]) {
+    describe(`properties (implicitOpen: ${implicitOpen})`, () => {
+      it.prop(
+        "any split gives the non-streaming result",
+        [anyText, cuts],
+        ([input, at]) => {
+          expect(run(implicitOpen, splitAt(input, at))).toEqual(reference(implicitOpen, input))
+        },
+        { fastCheck: { numRuns: 1000 } }
+      )
+
+      it.prop(
+        "one code unit per delta gives the non-streaming result",
+        [anyText],
+        ([input]) => {
+          expect(run(implicitOpen, units(input))).toEqual(reference(implicitOpen, input))
+        },
+        { fastCheck: { numRuns: 1000 } }
+      )
+
+      it.prop(
+        "sentinel then think, split anywhere, gives the non-streaming result",
+        [anyText, cuts],
+        ([input, at]) => {
+          const out = runComposed(implicitOpen, splitAt(input, at))
+          expect(out).toEqual(referenceComposed(implicitOpen, input))
+          for (const s of Sentinel.DEFAULT_SENTINELS) {
+            expect(out.content).not.toContain(s)
+            expect(out.reasoning).not.toContain(s)
+          }
+        },
+        { fastCheck: { numRuns: 1000 } }
+      )
+    })
+  }
+})
