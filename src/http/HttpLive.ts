@@ -91,14 +91,24 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
     })
   )
 
-/** The Node HTTP server bound to the configured host and port. */
-export const NodeServerLive: Layer.Layer<HttpServer.HttpServer, HttpServerError.ServeError, EdgeConfig> = Layer.unwrapEffect(
-  EdgeConfig.pipe(
-    Effect.map((config) =>
-      NodeHttpServer.layerServer(() => createServer({ keepAliveTimeout: 5_000, requestTimeout: 300_000 }), {
-        host: config.server.host,
-        port: config.server.port
+/**
+ * The Node HTTP server bound to the configured host and port. After the drain
+ * (which runs first) every connection still open is an idle keep-alive one:
+ * it is closed so that the server's close does not wait for clients.
+ */
+export const NodeServerLive: Layer.Layer<HttpServer.HttpServer, HttpServerError.ServeError, EdgeConfig> =
+  Layer.unwrapEffect(
+    EdgeConfig.pipe(
+      Effect.map((config) => {
+        const server = createServer({ keepAliveTimeout: 5_000 })
+        const closeConnections = Layer.scopedDiscard(
+          Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
+        )
+        return closeConnections.pipe(
+          Layer.provideMerge(
+            NodeHttpServer.layerServer(() => server, { host: config.server.host, port: config.server.port })
+          )
+        )
       })
     )
   )
-)

@@ -13,4 +13,4 @@ const levels: Record<LogConfig["level"], LogLevel.LogLevel> = {
 
 /** JSON lines on stdout (one object per line, with the fiber's log annotations), at the configured level. */
 export const layer = (level: LogConfig["level"]): Layer.Layer<never> =>
-  Layer.merge(Logger.replace(Logger.defaultLogger, Logger.jsonLogger), Logger.minimumLogLevel(levels[level]))
+  Layer.merge(Logger.json, Logger.minimumLogLevel(levels[level]))
