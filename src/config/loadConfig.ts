@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { EdgeConfigSchema, type EdgeConfigShape } from "./EdgeConfig.js"
-import { describeParseError } from "./parseIssues.js"
+import { primaryIssue } from "./parseIssues.js"
 
 /** The config file cannot be used; the message names the file, the JSON path and what was expected. */
 export class ConfigError extends Data.TaggedError("ConfigError")<{ readonly file: string; readonly detail: string }> {
@@ -13,11 +13,14 @@ export class ConfigError extends Data.TaggedError("ConfigError")<{ readonly file
   }
 }
 
-const decodeConfig = Schema.decodeUnknownEither(EdgeConfigSchema, { onExcessProperty: "error", errors: "first" })
+const decodeConfig = Schema.decodeUnknownEither(EdgeConfigSchema, { onExcessProperty: "error", errors: "all" })
 
 /** Decodes already-parsed JSON; `file` names the source in errors. */
 export const decodeConfigJson = (file: string, json: unknown): Either.Either<EdgeConfigShape, ConfigError> =>
-  Either.mapLeft(decodeConfig(json), (e) => new ConfigError({ file, detail: describeParseError(e, "$") }))
+  Either.mapLeft(decodeConfig(json), (e) => {
+    const issue = primaryIssue(e, "$")
+    return new ConfigError({ file, detail: issue === undefined ? "invalid config" : `${issue.path}: ${issue.message}` })
+  })
 
 export const parseConfigText = (file: string, text: string): Either.Either<EdgeConfigShape, ConfigError> => {
   const json = parseJson(text)

@@ -27,17 +27,6 @@ export interface Issue {
   readonly message: string
 }
 
-export const issues = (error: ParseResult.ParseError, root = ""): ReadonlyArray<Issue> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-    path: jsonPath(issue.path, root),
-    message: describeIssue(issue)
-  }))
-
-export const describeParseError = (error: ParseResult.ParseError, root = ""): string =>
-  issues(error, root)
-    .map((i) => `${i.path === "" ? "(body)" : i.path}: ${i.message}`)
-    .join("; ")
-
 /**
  * The most specific problem of a decode error: the deepest path, with the
  * alternatives of a union at that path merged into one "Expected a | b".

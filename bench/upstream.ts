@@ -1,0 +1,103 @@
+/**
+ * The fake upstream, a child process: an OpenAI-compatible
+ * `POST /v1/chat/completions` that streams `TOKENS` content chunks, one token
+ * per SSE event, then a finish chunk, a usage chunk and `[DONE]`. The request's
+ * `model` picks the pacing: `bench` writes every event at once (no delay),
+ * `paced` yields to the event loop between events (so each arrives on its own
+ * read), `stall` sends the role chunk and one token, then holds the stream open.
+ */
+import { createServer, type ServerResponse } from "node:http"
+import { answer, exitWithParent } from "./ipc.js"
+
+const TOKENS = Number(process.argv[2] ?? "256")
+const WORDS = [" The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog", ",", " and", " then", " it", " naps", " \"zz\"", " café"]
+
+const event = (model: string, fields: Record<string, unknown>): string =>
+  `data: ${
+    JSON.stringify({
+      id: "chatcmpl-bench",
+      object: "chat.completion.chunk",
+      created: 1_700_000_000,
+      model,
+      system_fingerprint: null,
+      ...fields
+    })
+  }\n\n`
+
+const choice = (delta: Record<string, unknown>, finish: string | null) => ({
+  choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }]
+})
+
+// The upstream's own cost is not measured, but it shares two cores with the proxy: serialise once.
+const script = (model: string) => ({
+  head: event(model, choice({ role: "assistant", content: "" }, null)),
+  tokens: Array.from({ length: TOKENS }, (_, i) => event(model, choice({ content: WORDS[i % WORDS.length] }, null))),
+  tail: [
+    event(model, choice({}, "stop")),
+    event(model, { choices: [], usage: { prompt_tokens: 12, completion_tokens: TOKENS, total_tokens: 12 + TOKENS } }),
+    "data: [DONE]\n\n"
+  ]
+})
+const scripts = new Map(["bench", "paced", "stall"].map((model) => [model, script(model)]))
+
+let requests = 0
+let openStalls = 0
+
+/** Waits for `drain`, or for `close` when the reader has gone. */
+const writable = (res: ServerResponse): Promise<void> =>
+  new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done)
+      res.off("close", done)
+      resolve()
+    }
+    res.on("drain", done)
+    res.on("close", done)
+  })
+
+const nextTick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+const stream = async (res: ServerResponse, model: string): Promise<void> => {
+  const s = scripts.get(model) ?? scripts.get("bench")!
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  res.write(s.head)
+  if (model === "stall") {
+    openStalls++
+    res.on("close", () => openStalls--)
+    res.write(s.tokens[0])
+    return
+  }
+  for (const part of [...s.tokens, ...s.tail]) {
+    if (res.destroyed) return
+    if (!res.write(part)) await writable(res)
+    if (model === "paced") await nextTick()
+  }
+  res.end()
+}
+
+const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+  const body: Array<Buffer> = []
+  req.on("data", (chunk: Buffer) => body.push(chunk))
+  req.on("end", () => {
+    requests++
+    let model = "bench"
+    try {
+      const parsed: unknown = JSON.parse(Buffer.concat(body).toString("utf8"))
+      if (typeof parsed === "object" && parsed !== null && "model" in parsed && typeof parsed.model === "string") {
+        model = parsed.model
+      }
+    } catch {
+      res.writeHead(400, { "content-type": "application/json" }).end("{\"error\":{\"message\":\"bad json\"}}")
+      return
+    }
+    void stream(res, model)
+  })
+})
+
+server.listen(0, "127.0.0.1", () => {
+  const address = server.address()
+  if (address !== null && typeof address === "object") process.send?.({ type: "listening", port: address.port })
+})
+
+answer({ stats: () => ({ requests, openStalls }) })
+exitWithParent()

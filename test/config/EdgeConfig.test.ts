@@ -1,0 +1,73 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Either from "effect/Either"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Redacted from "effect/Redacted"
+import { defaultConfig, EdgeConfigSchema } from "../../src/config/EdgeConfig.js"
+import { applyOverrides, parseConfigText } from "../../src/config/loadConfig.js"
+
+const errorOf = (text: string) => {
+  const result = parseConfigText("edge.json", text)
+  return Either.isLeft(result) ? result.left.message : "no error"
+}
+
+describe("config", () => {
+  it("no file: the embedded default serves echo on 127.0.0.1:8080", () => {
+    const c = defaultConfig()
+    expect(c.server).toMatchObject({ host: "127.0.0.1", port: 8080, maxBodyBytes: 4194304, shutdownGraceMs: 10000 })
+    expect(c.runs).toEqual({ idleTimeoutMs: 60000, toolValidationAttempts: 2 })
+    expect(c.models.map((m) => [m.id, m.provider.type])).toEqual([["echo", "echo"]])
+  })
+
+  it("the contract's example decodes, with defaults filled in and the API keys redacted", () => {
+    const result = parseConfigText(
+      "edge.json",
+      JSON.stringify({
+        server: { host: "127.0.0.1", port: 8080, apiKeys: ["sk-local-1"] },
+        runs: { idleTimeoutMs: 60000, toolValidationAttempts: 2 },
+        models: [
+          { id: "echo", provider: { type: "echo" } },
+          {
+            id: "qwen",
+            provider: { type: "openai", baseUrl: "http://127.0.0.1:11434/v1", model: "qwen2.5:7b-instruct", apiKey: "optional" },
+            tools: "native",
+            output: { strict: false, streamBuffer: false, xmlCompletionTool: null }
+          }
+        ]
+      })
+    )
+    const config = Either.getOrThrow(result)
+    expect(Redacted.value(config.server.apiKeys[0]!)).toBe("sk-local-1")
+    expect(String(config.server.apiKeys[0])).not.toContain("sk-local-1")
+    const qwen = config.models[1]!
+    expect(qwen.provider.type === "openai" && qwen.provider.model).toBe("qwen2.5:7b-instruct")
+    expect(qwen.reasoning).toEqual({ implicitOpen: false, field: "reasoning_content" })
+  })
+
+  it("bad files name the file, the JSON path and what was expected", () => {
+    expect(errorOf("{not json")).toMatch(/^edge\.json: not valid JSON/)
+    expect(errorOf(JSON.stringify({ server: { prot: 1 } }))).toBe("edge.json: $.server.prot: unknown key (not allowed here)")
+    expect(errorOf(JSON.stringify({ server: { port: "x" } }))).toMatch(/^edge\.json: \$\.server\.port: Expected/)
+    expect(errorOf(JSON.stringify({ models: [{ provider: { type: "echo" } }] }))).toBe(
+      "edge.json: $.models[0].id: missing (required)"
+    )
+    expect(errorOf(JSON.stringify({ models: [{ id: "a", provider: { type: "openai", baseUrl: 42 } }] }))).toMatch(
+      /^edge\.json: \$\.models\[0\]\.provider/
+    )
+    expect(errorOf(JSON.stringify({ runs: { idleTimeoutMs: -1 } }))).toMatch(/\$\.runs\.idleTimeoutMs/)
+    expect(
+      errorOf(JSON.stringify({ models: [{ id: "a", provider: { type: "echo" } }, { id: "a", provider: { type: "echo" } }] }))
+    ).toMatch(/duplicate model id "a"/)
+  })
+
+  it("flags override the file", () => {
+    const c = applyOverrides(defaultConfig(), { host: "0.0.0.0", port: 9000, logLevel: "debug" })
+    expect(c.server.host).toBe("0.0.0.0")
+    expect(c.server.port).toBe(9000)
+    expect(c.log.level).toBe("debug")
+  })
+
+  it("the JSON Schema for editors can be generated", () => {
+    const schema = JSONSchema.make(EdgeConfigSchema)
+    expect(JSON.stringify(schema)).toContain("idleTimeoutMs")
+  })
+})
