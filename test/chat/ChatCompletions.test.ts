@@ -55,7 +55,7 @@ const chunkDeltas = (items: ReadonlyArray<StreamItem>) =>
   items.flatMap((i) => {
     if (i._tag !== "Chunk") return []
     const c = i.chunk as { choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }> }
-    return c.choices.map((ch) => ({ ...ch.delta, finish_reason: ch.finish_reason }))
+    return c.choices.map((ch): Record<string, unknown> => ({ ...ch.delta, finish_reason: ch.finish_reason }))
   })
 
 const call = (args: string) => RunEvent.complete({

@@ -170,9 +170,12 @@ describe("session", () => {
   })
 
   it("failed and cancelled runs end with a run error carrying the message", () => {
-    for (const ev of [RunEvent.failed("boom"), RunEvent.cancelled("edge shutting down")]) {
+    for (const [ev, message] of [
+      [RunEvent.failed("boom"), "boom"],
+      [RunEvent.cancelled("edge shutting down"), "edge shutting down"]
+    ] as const) {
       const out = Session.run(sessionConfig(), [RunEvent.delta("x"), ev])
-      expect(out[out.length - 1]).toMatchObject({ _tag: "Error", error: { _tag: "RunFailed", reason: ev.message } })
+      expect(out[out.length - 1]).toMatchObject({ _tag: "Error", error: { _tag: "RunFailed", reason: message } })
     }
   })
 

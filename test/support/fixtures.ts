@@ -37,7 +37,9 @@ export const counterIds = () => {
   return () => `call_${String(++n).padStart(24, "0")}`
 }
 
-export const sessionConfig = (overrides: Partial<SessionConfig> & { policy?: Partial<OutputPolicy> } = {}): SessionConfig => ({
+export const sessionConfig = (
+  overrides: Partial<Omit<SessionConfig, "policy">> & { policy?: Partial<OutputPolicy> } = {}
+): SessionConfig => ({
   tools: overrides.tools ?? [],
   toolChoice: overrides.toolChoice ?? { _tag: "Auto" },
   newToolCallId: overrides.newToolCallId ?? counterIds(),

@@ -1,0 +1,188 @@
+/**
+ * The load generator, in the bench's main process: streaming chat
+ * completions over node:http, each read to its end. It counts content tokens
+ * without parsing JSON (a `"content":"` with a non-empty value), so that the
+ * client spends as little of the two cores as it can.
+ */
+import { Agent, type ClientRequest, request } from "node:http"
+
+export interface Outcome {
+  /** HTTP 200, `[DONE]` seen, and the stream ended. */
+  readonly ok: boolean
+  readonly tokens: number
+  /** Request sent → first content token, in ms (NaN if none came). */
+  readonly ttftMs: number
+}
+
+const CONTENT = "\"content\":\""
+const QUOTE = 34
+
+export const requestBody = (model: string): string =>
+  JSON.stringify({
+    model,
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [{ role: "user", content: "Tell me about the quick brown fox." }]
+  })
+
+const post = (port: number, agent: Agent, body: string): ClientRequest =>
+  request({
+    host: "127.0.0.1",
+    port,
+    method: "POST",
+    path: "/v1/chat/completions",
+    agent,
+    headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
+  })
+
+/** Counts the content tokens in the complete SSE events of `text`; returns what is left over. */
+const scan = (text: string, onToken: () => void, onDone: () => void): string => {
+  let start = 0
+  for (let end = text.indexOf("\n\n"); end >= 0; end = text.indexOf("\n\n", start)) {
+    const at = text.indexOf(CONTENT, start)
+    if (at >= 0 && at < end && text.charCodeAt(at + CONTENT.length) !== QUOTE) onToken()
+    else if (text.startsWith("data: [DONE]", start)) onDone()
+    start = end + 2
+  }
+  return start === 0 ? text : text.slice(start)
+}
+
+export const streamOnce = (port: number, agent: Agent, body: string, timeoutMs: number): Promise<Outcome> =>
+  new Promise((resolve) => {
+    let tokens = 0
+    let ttftMs = Number.NaN
+    let done = false
+    let settled = false
+    const finish = (ok: boolean) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resolve({ ok: ok && done, tokens, ttftMs })
+    }
+    const onToken = () => {
+      if (tokens++ === 0) ttftMs = performance.now() - started
+    }
+    const onDone = () => {
+      done = true
+    }
+    const started = performance.now()
+    const req = post(port, agent, body)
+    req.on("response", (res) => {
+      if (res.statusCode !== 200) {
+        res.resume()
+        res.on("end", () => finish(false))
+        return
+      }
+      let pending = ""
+      res.setEncoding("utf8")
+      res.on("data", (text: string) => {
+        pending = scan(pending + text, onToken, onDone)
+      })
+      res.on("end", () => finish(true))
+      res.on("error", () => finish(false))
+      res.on("close", () => finish(res.complete))
+    })
+    req.on("error", () => finish(false))
+    const timer = setTimeout(() => req.destroy(new Error("timeout")), timeoutMs)
+    req.end(body)
+  })
+
+export interface LoadResult {
+  readonly requests: number
+  readonly ok: number
+  readonly errors: number
+  readonly tokens: number
+  readonly elapsedMs: number
+  /** TTFT of every good request, in ms. */
+  readonly ttfts: ReadonlyArray<number>
+}
+
+/**
+ * `concurrency` closed-loop clients, each sending its next request when the last
+ * stream ended, until `durationMs` has passed (requests in flight then finish).
+ */
+export const runLoad = async (options: {
+  readonly port: number
+  readonly body: string
+  readonly concurrency: number
+  readonly durationMs: number
+  readonly expectTokens: number
+}): Promise<LoadResult> => {
+  const agent = new Agent({ keepAlive: true })
+  const ttfts: Array<number> = []
+  let requests = 0
+  let errors = 0
+  let tokens = 0
+  const started = performance.now()
+  const deadline = started + options.durationMs
+  const client = async () => {
+    // A broken target fails fast: stop after a few errors instead of spinning to the deadline.
+    while (performance.now() < deadline && errors < 50) {
+      const outcome = await streamOnce(options.port, agent, options.body, 30_000)
+      requests++
+      tokens += outcome.tokens
+      if (outcome.ok && outcome.tokens === options.expectTokens) ttfts.push(outcome.ttftMs)
+      else errors++
+    }
+  }
+  await Promise.all(Array.from({ length: options.concurrency }, client))
+  const elapsedMs = performance.now() - started
+  agent.destroy()
+  return { requests, ok: requests - errors, errors, tokens, elapsedMs, ttfts }
+}
+
+export interface IdleStreams {
+  readonly opened: number
+  readonly failed: number
+  readonly close: () => void
+}
+
+/**
+ * Opens `count` streams (in batches of `batch`) and returns once each has
+ * delivered its first content token, or failed; the streams stay open until `close`.
+ */
+export const openIdleStreams = async (options: {
+  readonly port: number
+  readonly body: string
+  readonly count: number
+  readonly batch: number
+  readonly timeoutMs: number
+}): Promise<IdleStreams> => {
+  const agent = new Agent({ keepAlive: false })
+  const requests: Array<ClientRequest> = []
+  const openOne = () =>
+    new Promise<boolean>((resolve) => {
+      const req = post(options.port, agent, options.body)
+      requests.push(req)
+      const timer = setTimeout(() => resolve(false), options.timeoutMs)
+      const settle = (ok: boolean) => {
+        clearTimeout(timer)
+        resolve(ok)
+      }
+      req.on("response", (res) => {
+        if (res.statusCode !== 200) return settle(false)
+        let pending = ""
+        res.setEncoding("utf8")
+        res.on("data", (text: string) => {
+          pending = scan(pending + text, () => settle(true), () => {})
+        })
+        res.on("error", () => settle(false))
+        res.on("end", () => settle(false))
+      })
+      req.on("error", () => settle(false))
+      req.end(options.body)
+    })
+  let opened = 0
+  for (let i = 0; i < options.count; i += options.batch) {
+    const results = await Promise.all(Array.from({ length: Math.min(options.batch, options.count - i) }, openOne))
+    opened += results.filter((ok) => ok).length
+  }
+  return {
+    opened,
+    failed: options.count - opened,
+    close: () => {
+      for (const req of requests) req.destroy()
+      agent.destroy()
+    }
+  }
+}

@@ -1,0 +1,551 @@
+/**
+ * `npm run bench`: the edge relaying a fast fake upstream, against a minimal
+ * node:http relay measured in the same run (the machine is small and noisy,
+ * so only ratios to that baseline mean much), then memory per idle open
+ * stream, then the filter micro-benchmarks. Prints tables and writes
+ * `bench/results.json`. `BENCH_PROFILE=1` also CPU-profiles the edge during
+ * the throughput runs and prints where its time goes.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import * as os from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import { type IdleStreams, openIdleStreams, requestBody, runLoad } from "./load.js"
+import {
+  ask,
+  cpuSeconds,
+  fdLimits,
+  freePort,
+  killAll,
+  listeningPort,
+  openFds,
+  type Proc,
+  rssKiB,
+  sleep,
+  spawnNode,
+  stop,
+  waitHealthy
+} from "./procs.js"
+import { formatSummary, type ProfileSummary, summarise } from "./profile.js"
+import { measureReasoningFilters, type ReasoningFiltersFigures } from "./reasoningFilters.js"
+import { fixed, percentile, table } from "./table.js"
+import { measureToolTextThroughput, type ToolTextFigures } from "./toolText.js"
+
+const TOKENS = 256
+const ROUNDS = 2
+const RUN_MS = 3_000
+const WARMUP_MS = 1_500
+const IDLE_STREAMS = 1_000
+
+/** Burst: the upstream writes all events at once. Paced: one event per upstream event-loop turn, so one per read. */
+const SCENARIOS = [
+  { mode: "burst", model: "bench", concurrency: 1 },
+  { mode: "burst", model: "bench", concurrency: 16 },
+  { mode: "burst", model: "bench", concurrency: 64 },
+  { mode: "paced", model: "paced", concurrency: 16 }
+] as const
+type Scenario = (typeof SCENARIOS)[number]
+
+const TARGETS = ["direct", "baseline", "edge"] as const
+type TargetName = (typeof TARGETS)[number]
+
+interface Target {
+  readonly name: TargetName
+  readonly port: number
+  /** The measured relay; none for `direct`. */
+  readonly proc: Proc | undefined
+}
+
+interface BaselineStats {
+  readonly reads: number
+  readonly events: number
+  readonly writes: number
+}
+
+interface UpstreamStats {
+  readonly requests: number
+  readonly openStalls: number
+}
+
+interface MemoryUsage {
+  readonly rss: number
+  readonly heapUsed: number
+  readonly external: number
+  readonly arrayBuffers: number
+}
+
+interface Sample {
+  readonly round: number
+  readonly tokens: number
+  readonly requests: number
+  readonly errors: number
+  readonly elapsedMs: number
+  readonly relayCpuS: number
+  readonly upstreamCpuS: number
+  readonly clientCpuS: number
+  readonly ttfts: ReadonlyArray<number>
+  readonly upstreamEventsPerRead: number | undefined
+}
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = resolve(here, "../..")
+const edgeMain = resolve(here, "../src/bin/main.js")
+const agentFlags = ["--expose-gc", "--import", pathToFileURL(resolve(here, "childAgent.js")).href]
+const profiling = process.env["BENCH_PROFILE"] === "1"
+const profileDir = join(root, "bench", "profiles")
+
+const log = (text: string) => process.stdout.write(`${text}\n`)
+
+// ---------------------------------------------------------------------------------------------- processes
+
+const startUpstream = async (): Promise<Target & { readonly proc: Proc }> => {
+  const proc = spawnNode("upstream", resolve(here, "upstream.js"), [String(TOKENS)])
+  return { name: "direct", port: await listeningPort(proc), proc }
+}
+
+const startBaseline = async (upstreamPort: number): Promise<Target> => {
+  const proc = spawnNode("baseline", resolve(here, "baselineProxy.js"), [String(upstreamPort)], agentFlags)
+  return { name: "baseline", port: await listeningPort(proc), proc }
+}
+
+const startEdge = async (configFile: string, profile: boolean): Promise<Target> => {
+  const port = await freePort()
+  const flags = profile ? [...agentFlags, "--cpu-prof", "--cpu-prof-dir", profileDir] : agentFlags
+  const proc = spawnNode(
+    "edge",
+    edgeMain,
+    ["edge", "--config", configFile, "--port", String(port), "--log-level", "none"],
+    flags
+  )
+  await waitHealthy(proc, port)
+  return { name: "edge", port, proc }
+}
+
+const edgeConfig = (upstreamPort: number) => ({
+  server: { host: "127.0.0.1" },
+  runs: { idleTimeoutMs: 600_000 },
+  log: { level: "none" },
+  models: ["bench", "paced", "stall"].map((id) => ({
+    id,
+    provider: { type: "openai", baseUrl: `http://127.0.0.1:${upstreamPort}/v1`, model: id }
+  }))
+})
+
+// ---------------------------------------------------------------------------------------------- throughput
+
+const measure = async (
+  target: Target,
+  upstream: Proc,
+  scenario: Scenario,
+  round: number,
+  durationMs = RUN_MS
+): Promise<Sample> => {
+  const baselineBefore = target.name === "baseline" && target.proc ? await ask<BaselineStats>(target.proc, "stats") : undefined
+  const relay0 = target.proc ? cpuSeconds(target.proc.pid) : 0
+  const upstream0 = cpuSeconds(upstream.pid)
+  const client0 = process.cpuUsage()
+  const result = await runLoad({
+    port: target.port,
+    body: requestBody(scenario.model),
+    concurrency: scenario.concurrency,
+    durationMs,
+    expectTokens: TOKENS
+  })
+  const relayCpuS = target.proc ? cpuSeconds(target.proc.pid) - relay0 : 0
+  const upstreamCpuS = cpuSeconds(upstream.pid) - upstream0
+  const client = process.cpuUsage(client0)
+  let upstreamEventsPerRead: number | undefined
+  if (baselineBefore !== undefined && target.proc) {
+    const after = await ask<BaselineStats>(target.proc, "stats")
+    upstreamEventsPerRead = (after.events - baselineBefore.events) / Math.max(1, after.reads - baselineBefore.reads)
+  }
+  return {
+    round,
+    tokens: result.tokens,
+    requests: result.requests,
+    errors: result.errors,
+    elapsedMs: result.elapsedMs,
+    relayCpuS,
+    upstreamCpuS,
+    clientCpuS: (client.user + client.system) / 1e6,
+    ttfts: result.ttfts,
+    upstreamEventsPerRead
+  }
+}
+
+interface Row {
+  readonly mode: Scenario["mode"]
+  readonly concurrency: number
+  readonly target: TargetName
+  readonly tokensPerSec: number
+  readonly requests: number
+  readonly errors: number
+  /** CPU seconds of the relay process per 1000 relayed tokens (all rounds pooled). */
+  readonly cpuSecondsPer1kTokens: number
+  readonly cpuPer1kByRound: ReadonlyArray<number>
+  readonly upstreamCpuSecondsPer1kTokens: number
+  readonly clientCpuSecondsPer1kTokens: number
+  readonly ttftMs: { readonly p50: number; readonly p99: number; readonly samples: number }
+  readonly upstreamEventsPerRead: number | undefined
+}
+
+const toRow = (scenario: Scenario, target: TargetName, samples: ReadonlyArray<Sample>): Row => {
+  const sum = (f: (s: Sample) => number) => samples.reduce((total, s) => total + f(s), 0)
+  const tokens = sum((s) => s.tokens)
+  const ttfts = samples.flatMap((s) => s.ttfts).sort((a, b) => a - b)
+  const perRead = samples.map((s) => s.upstreamEventsPerRead).filter((x): x is number => x !== undefined)
+  return {
+    mode: scenario.mode,
+    concurrency: scenario.concurrency,
+    target,
+    tokensPerSec: tokens / (sum((s) => s.elapsedMs) / 1000),
+    requests: sum((s) => s.requests),
+    errors: sum((s) => s.errors),
+    cpuSecondsPer1kTokens: target === "direct" ? Number.NaN : (sum((s) => s.relayCpuS) / tokens) * 1000,
+    cpuPer1kByRound: target === "direct" ? [] : samples.map((s) => (s.relayCpuS / s.tokens) * 1000),
+    upstreamCpuSecondsPer1kTokens: (sum((s) => s.upstreamCpuS) / tokens) * 1000,
+    clientCpuSecondsPer1kTokens: (sum((s) => s.clientCpuS) / tokens) * 1000,
+    ttftMs: { p50: percentile(ttfts, 0.5), p99: percentile(ttfts, 0.99), samples: ttfts.length },
+    upstreamEventsPerRead: perRead.length > 0 ? perRead.reduce((a, b) => a + b, 0) / perRead.length : undefined
+  }
+}
+
+const runThroughput = async (upstream: Proc, targets: ReadonlyArray<Target>): Promise<ReadonlyArray<Row>> => {
+  for (const target of targets) {
+    log(`  warm-up ${target.name}`)
+    await measure(target, upstream, SCENARIOS[1], -1, WARMUP_MS)
+    await measure(target, upstream, SCENARIOS[3], -1, WARMUP_MS / 3)
+  }
+  const samples = new Map<string, Array<Sample>>()
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const scenario of SCENARIOS) {
+      // Alternate the order between rounds so that drift in the machine's load does not favour one target.
+      const order = round % 2 === 0 ? targets : [...targets].reverse()
+      for (const target of order) {
+        const sample = await measure(target, upstream, scenario, round)
+        const key = `${scenario.mode}/${scenario.concurrency}/${target.name}`
+        samples.set(key, [...(samples.get(key) ?? []), sample])
+        log(
+          `  round ${round + 1} ${scenario.mode} N=${scenario.concurrency} ${target.name}: ` +
+            `${fixed(sample.tokens / (sample.elapsedMs / 1000), 0)} tok/s` +
+            (sample.errors > 0 ? `, ${sample.errors} errors` : "")
+        )
+      }
+    }
+  }
+  return SCENARIOS.flatMap((scenario) =>
+    TARGETS.map((name) => toRow(scenario, name, samples.get(`${scenario.mode}/${scenario.concurrency}/${name}`) ?? []))
+  )
+}
+
+// ---------------------------------------------------------------------------------------------- idle streams
+
+interface IdleFigures {
+  readonly relay: "baseline" | "edge"
+  readonly opened: number
+  readonly failed: number
+  readonly rssBeforeKiB: number
+  readonly rssAfterNoGcKiB: number
+  readonly rssAfterGcKiB: number
+  readonly kibPerStreamNoGc: number
+  /** The headline figure: RSS growth per open stream after a forced full GC. */
+  readonly kibPerStream: number
+  readonly heapKiBPerStream: number
+  readonly externalKiBPerStream: number
+  readonly fdsBefore: number
+  readonly fdsOpen: number
+  readonly fdLimit: { readonly soft: number; readonly hard: number }
+  readonly upstreamOpenWhileHeld: number
+  /** Upstream streams still open 1.5 s after the clients hung up (0: cancellation reached the upstream). */
+  readonly upstreamOpenAfterClose: number
+}
+
+const gcAndSettle = async (proc: Proc, ms: number): Promise<void> => {
+  await ask(proc, "gc")
+  await sleep(ms)
+}
+
+const measureIdle = async (relay: Target, upstream: Proc): Promise<IdleFigures> => {
+  const proc = relay.proc
+  if (proc === undefined) throw new Error("idle streams need a relay process")
+  // Warm the code paths (JIT, pools) so that the delta is the streams, not first-use allocations.
+  await runLoad({ port: relay.port, body: requestBody("bench"), concurrency: 8, durationMs: 1_000, expectTokens: TOKENS })
+  const warm = await openIdleStreams({ port: relay.port, body: requestBody("stall"), count: 50, batch: 50, timeoutMs: 10_000 })
+  warm.close()
+  await sleep(500)
+  await gcAndSettle(proc, 1_000)
+  const rssBefore = rssKiB(proc.pid)
+  const memBefore = await ask<MemoryUsage>(proc, "memory")
+  const fdsBefore = openFds(proc.pid)
+  let streams: IdleStreams | undefined
+  try {
+    streams = await openIdleStreams({
+      port: relay.port,
+      body: requestBody("stall"),
+      count: IDLE_STREAMS,
+      batch: 100,
+      timeoutMs: 20_000
+    })
+    await sleep(2_000)
+    const rssNoGc = rssKiB(proc.pid)
+    const fdsOpen = openFds(proc.pid)
+    await gcAndSettle(proc, 1_000)
+    const rssAfter = rssKiB(proc.pid)
+    const memAfter = await ask<MemoryUsage>(proc, "memory")
+    const upstreamOpenWhileHeld = (await ask<UpstreamStats>(upstream, "stats")).openStalls
+    const { opened, failed } = streams
+    streams.close()
+    streams = undefined
+    await sleep(1_500)
+    const upstreamOpenAfterClose = (await ask<UpstreamStats>(upstream, "stats")).openStalls
+    const n = Math.max(1, opened)
+    return {
+      relay: relay.name === "edge" ? "edge" : "baseline",
+      opened,
+      failed,
+      rssBeforeKiB: rssBefore,
+      rssAfterNoGcKiB: rssNoGc,
+      rssAfterGcKiB: rssAfter,
+      kibPerStreamNoGc: (rssNoGc - rssBefore) / n,
+      kibPerStream: (rssAfter - rssBefore) / n,
+      heapKiBPerStream: (memAfter.heapUsed - memBefore.heapUsed) / 1024 / n,
+      externalKiBPerStream: (memAfter.external - memBefore.external) / 1024 / n,
+      fdsBefore,
+      fdsOpen,
+      fdLimit: fdLimits(proc.pid),
+      upstreamOpenWhileHeld,
+      upstreamOpenAfterClose
+    }
+  } finally {
+    streams?.close()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- report
+
+const throughputTable = (rows: ReadonlyArray<Row>): string => {
+  const find = (row: Row, target: TargetName) =>
+    rows.find((r) => r.mode === row.mode && r.concurrency === row.concurrency && r.target === target)
+  return table(
+    [
+      "mode",
+      "N",
+      "through",
+      "tok/s",
+      "relay CPU ms/1k tok",
+      "CPU ratio vs baseline (r1/r2)",
+      "TTFT p50 ms",
+      "TTFT p99 ms",
+      "added p50 ms",
+      "added p99 ms",
+      "ev/read",
+      "errors"
+    ],
+    rows.map((row) => {
+      const baseline = find(row, "baseline")
+      const direct = find(row, "direct")
+      const ratio = row.target === "edge" && baseline !== undefined
+        ? `${fixed(row.cpuSecondsPer1kTokens / baseline.cpuSecondsPer1kTokens, 2)} (${
+          row.cpuPer1kByRound.map((x, i) => fixed(x / (baseline.cpuPer1kByRound[i] ?? Number.NaN), 2)).join("/")
+        })`
+        : ""
+      const added = (p: "p50" | "p99") =>
+        row.target === "direct" || direct === undefined ? "" : fixed(row.ttftMs[p] - direct.ttftMs[p], 2)
+      return [
+        row.mode,
+        String(row.concurrency),
+        row.target,
+        fixed(row.tokensPerSec, 0),
+        row.target === "direct" ? "" : fixed(row.cpuSecondsPer1kTokens * 1000, 2),
+        ratio,
+        fixed(row.ttftMs.p50, 2),
+        fixed(row.ttftMs.p99, 2),
+        added("p50"),
+        added("p99"),
+        row.upstreamEventsPerRead === undefined ? "" : fixed(row.upstreamEventsPerRead, 1),
+        String(row.errors)
+      ]
+    })
+  )
+}
+
+const idleTable = (figures: ReadonlyArray<IdleFigures>): string =>
+  table(
+    [
+      "relay",
+      "streams",
+      "RSS before MiB",
+      "after (no GC) MiB",
+      "after GC MiB",
+      "KiB/stream (no GC)",
+      "KiB/stream (GC)",
+      "heap KiB/stream",
+      "fds open",
+      "fd limit",
+      "upstream open after hang-up"
+    ],
+    figures.map((f) => [
+      f.relay,
+      String(f.opened),
+      fixed(f.rssBeforeKiB / 1024, 1),
+      fixed(f.rssAfterNoGcKiB / 1024, 1),
+      fixed(f.rssAfterGcKiB / 1024, 1),
+      fixed(f.kibPerStreamNoGc, 1),
+      fixed(f.kibPerStream, 1),
+      fixed(f.heapKiBPerStream, 1),
+      `${f.fdsBefore}→${f.fdsOpen}`,
+      `${f.fdLimit.soft}/${f.fdLimit.hard}`,
+      String(f.upstreamOpenAfterClose)
+    ])
+  )
+
+interface Check {
+  readonly target: string
+  readonly value: number
+  readonly limit: number
+  readonly pass: boolean
+}
+
+const checks = (rows: ReadonlyArray<Row>, idle: ReadonlyArray<IdleFigures>): ReadonlyArray<Check> => {
+  const row = (mode: string, n: number, target: TargetName) =>
+    rows.find((r) => r.mode === mode && r.concurrency === n && r.target === target)
+  const out: Array<Check> = []
+  for (const scenario of SCENARIOS) {
+    const edge = row(scenario.mode, scenario.concurrency, "edge")
+    const baseline = row(scenario.mode, scenario.concurrency, "baseline")
+    if (edge === undefined || baseline === undefined) continue
+    const value = edge.cpuSecondsPer1kTokens / baseline.cpuSecondsPer1kTokens
+    out.push({ target: `CPU/token edge ÷ baseline, ${scenario.mode} N=${scenario.concurrency}`, value, limit: 1.5, pass: value <= 1.5 })
+  }
+  const edge16 = row("burst", 16, "edge")
+  const direct16 = row("burst", 16, "direct")
+  if (edge16 !== undefined && direct16 !== undefined) {
+    const value = edge16.ttftMs.p99 - direct16.ttftMs.p99
+    out.push({ target: "added TTFT p99 ms, burst N=16", value, limit: 2, pass: value <= 2 })
+  }
+  const edgeIdle = idle.find((f) => f.relay === "edge")
+  if (edgeIdle !== undefined) {
+    out.push({ target: "edge RSS KiB per idle stream", value: edgeIdle.kibPerStream, limit: 32, pass: edgeIdle.kibPerStream <= 32 })
+  }
+  const errors = rows.reduce((total, r) => total + r.errors, 0)
+  out.push({ target: "failed or short streams", value: errors, limit: 0, pass: errors === 0 })
+  return out
+}
+
+const newestProfile = (since: number): string | undefined => {
+  try {
+    return readdirSync(profileDir)
+      .filter((f) => f.endsWith(".cpuprofile"))
+      .map((f) => join(profileDir, f))
+      .filter((f) => statSync(f).mtimeMs >= since)
+      .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0]
+  } catch {
+    return undefined
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- main
+
+const main = async () => {
+  const started = performance.now()
+  const tmp = mkdtempSync(join(os.tmpdir(), "iop-bench-"))
+  const limits = fdLimits("self")
+  const loadBefore = os.loadavg()
+  log(`iop edge bench — node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? "?"}), load ${loadBefore.map((x) => x.toFixed(2)).join(" ")}`)
+  log(`open-files limit of this process (children inherit it): soft ${limits.soft}, hard ${limits.hard}`)
+  if (limits.soft < 4 * IDLE_STREAMS) log(`  WARNING: ${IDLE_STREAMS} idle streams need ~${2 * IDLE_STREAMS} sockets in a relay and ${IDLE_STREAMS} here: raise ulimit -n`)
+  try {
+    const upstream = await startUpstream()
+    const configFile = join(tmp, "edge.json")
+    writeFileSync(configFile, JSON.stringify(edgeConfig(upstream.port)))
+    if (profiling) mkdirSync(profileDir, { recursive: true })
+
+    log(`\n[1/3] throughput: ${TOKENS}-token streams, ${ROUNDS} rounds × ${RUN_MS / 1000} s per configuration`)
+    const profileSince = Date.now()
+    const baseline = await startBaseline(upstream.port)
+    const edge = await startEdge(configFile, profiling)
+    const rows = await runThroughput(upstream.proc, [upstream, baseline, edge])
+    let profile: ProfileSummary | undefined
+    await stop(edge.proc!, 15_000)
+    await stop(baseline.proc!)
+    if (profiling) {
+      const file = newestProfile(profileSince)
+      if (file !== undefined) profile = summarise(file, 30)
+    }
+
+    log(`\n[2/3] memory: ${IDLE_STREAMS} open idle streams through each relay (fresh processes)`)
+    const idle: Array<IdleFigures> = []
+    for (const start of [() => startBaseline(upstream.port), () => startEdge(configFile, false)]) {
+      const relay = await start()
+      try {
+        idle.push(await measureIdle(relay, upstream.proc))
+        log(`  ${relay.name}: ${fixed(idle[idle.length - 1]?.kibPerStream ?? Number.NaN, 1)} KiB/stream`)
+      } finally {
+        await stop(relay.proc!)
+      }
+    }
+    await stop(upstream.proc)
+
+    log("\n[3/3] filters (in this process)")
+    const toolText: ToolTextFigures = measureToolTextThroughput()
+    const reasoning: ReasoningFiltersFigures = measureReasoningFilters()
+
+    const results = checks(rows, idle)
+    log("\n== relay throughput, CPU and time to first token ==")
+    log("(relay CPU = utime+stime of the relay process from /proc; added = relay TTFT − direct TTFT at the same percentile;")
+    log(" ev/read = upstream SSE events per upstream read, as the baseline saw them)")
+    log(throughputTable(rows))
+    log(`\n== memory per open idle stream (${IDLE_STREAMS} streams held open, upstream stalled after the first token) ==`)
+    log(idleTable(idle))
+    log(`(each held stream costs a relay 2 sockets; the bench process and the upstream hold ${IDLE_STREAMS} more each)`)
+    log("\n== filters ==")
+    log(table(
+      ["filter", "MB/s", "time(2 MB) ÷ time(1 MB)"],
+      [
+        ["tool-text hold-back (1 MB)", fixed(toolText.mb1.mbPerSec, 1), fixed(toolText.ratio, 2)],
+        ["tool-text hold-back (2 MB)", fixed(toolText.mb2.mbPerSec, 1), ""],
+        ["sentinel", fixed(reasoning.sentinel.mbPerSec, 1), ""],
+        ["think", fixed(reasoning.think.mbPerSec, 1), ""],
+        ["sentinel → think", "", fixed(reasoning.ratio2to1, 2)]
+      ]
+    ))
+    log("\n== targets ==")
+    log(table(
+      ["target", "value", "limit", ""],
+      results.map((c) => [c.target, fixed(c.value, 2), `≤ ${c.limit}`, c.pass ? "PASS" : "MISS"])
+    ))
+    if (profile !== undefined) log(`\n== edge CPU profile (throughput runs) ==\n${formatSummary(profile)}`)
+
+    const seconds = (performance.now() - started) / 1000
+    const file = join(root, "bench", "results.json")
+    writeFileSync(
+      file,
+      `${JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          node: process.version,
+          cpus: os.cpus().length,
+          loadavg: { before: loadBefore, after: os.loadavg() },
+          seconds,
+          settings: { tokens: TOKENS, rounds: ROUNDS, runMs: RUN_MS, idleStreams: IDLE_STREAMS, fdLimit: limits },
+          throughput: rows,
+          idle,
+          filters: { toolText, reasoning },
+          targets: results,
+          profile
+        },
+        (_, value) => (typeof value === "number" && !Number.isFinite(value) ? null : value),
+        2
+      )}\n`
+    )
+    log(`\n${fixed(seconds, 0)} s; wrote ${file}`)
+  } finally {
+    await killAll()
+    rmSync(tmp, { recursive: true, force: true })
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+  process.exitCode = 1
+})
