@@ -81,6 +81,7 @@ class Tally {
   contentChars = 0
   reasoningChars = 0
   toolCalls = 0
+  normalised = false
   usage: Usage | undefined = undefined
   observe(e: Session.Emission): void {
     switch (e._tag) {
@@ -92,6 +93,7 @@ class Tally {
         break
       case "ToolCalls":
         this.toolCalls += e.calls.length
+        this.normalised ||= e.wrapped === true
         break
       case "Finish":
         this.usage = e.usage
@@ -153,6 +155,7 @@ export const make = Effect.gen(function* () {
           content_chars: tally.contentChars,
           reasoning_chars: tally.reasoningChars,
           tool_calls: tally.toolCalls,
+          normalized: tally.normalised,
           input_tokens: tally.usage?.inputTokens ?? null,
           output_tokens: tally.usage?.outputTokens ?? null,
           reasoning_tokens: tally.usage?.reasoningTokens ?? null,

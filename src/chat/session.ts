@@ -20,7 +20,8 @@ import { validateToolCalls } from "./toolcalls/validate.js"
 export type Emission =
   | { readonly _tag: "Content"; readonly text: string }
   | { readonly _tag: "Reasoning"; readonly text: string }
-  | { readonly _tag: "ToolCalls"; readonly calls: ReadonlyArray<ToolCall> }
+  /** `wrapped`: a text answer wrapped into the completion tool (logged as normalised). */
+  | { readonly _tag: "ToolCalls"; readonly calls: ReadonlyArray<ToolCall>; readonly wrapped?: true }
   | { readonly _tag: "Finish"; readonly finishReason: string; readonly usage: Usage | undefined }
   | { readonly _tag: "Error"; readonly error: RunOutcomeError }
 
@@ -172,11 +173,13 @@ const finish = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>):
   }
   let calls = normaliseToolCalls([...complete.toolCalls, ...s.textCalls], config.tools, config.newToolCallId)
   let held = s.held
+  let wrapped = false
   if (config.policy.completionTool !== null && calls.length === 0 && held.trim() !== "") {
-    const wrapped = wrapAsCompletionTool(held, config.policy.completionTool, config.tools)
-    if (wrapped !== undefined) {
-      calls = normaliseToolCalls([wrapped], config.tools, config.newToolCallId)
+    const call = wrapAsCompletionTool(held, config.policy.completionTool, config.tools)
+    if (call !== undefined) {
+      calls = normaliseToolCalls([call], config.tools, config.newToolCallId)
       held = ""
+      wrapped = true
     }
   }
   if (config.policy.strict) {
@@ -184,7 +187,7 @@ const finish = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>):
     if (verdict._tag === "Invalid") return [...out, invalid(verdict.reason)]
   }
   if (held !== "") out.push({ _tag: "Content", text: held })
-  if (calls.length > 0) out.push({ _tag: "ToolCalls", calls })
+  if (calls.length > 0) out.push(wrapped ? { _tag: "ToolCalls", calls, wrapped } : { _tag: "ToolCalls", calls })
   const finishReason = calls.length > 0 ? "tool_calls" : complete.finishReason || "stop"
   if (!config.policy.strict && calls.length === 0 && !s.sawContent && s.reasoning.trim() !== "") {
     out.push({

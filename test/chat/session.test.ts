@@ -139,7 +139,8 @@ describe("session", () => {
     expect(contentOf(out)).toBe("")
     expect(out.find((e) => e._tag === "ToolCalls")).toEqual({
       _tag: "ToolCalls",
-      calls: [{ id: "call_000000000000000000000001", name: "attempt_completion", arguments: "{\"result\":\"All done.\"}" }]
+      calls: [{ id: "call_000000000000000000000001", name: "attempt_completion", arguments: "{\"result\":\"All done.\"}" }],
+      wrapped: true
     })
   })
 
