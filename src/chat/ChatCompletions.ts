@@ -116,7 +116,6 @@ export const make = Effect.gen(function* () {
   const emissions = (request: ChatRequest, handle: RunHandle): Stream.Stream<Session.Emission> =>
     handle.events.pipe(
       Stream.timeoutFail(() => new RunTimedOut({ idleMs: config.runs.idleTimeoutMs }), idle),
-      Stream.map((event): Session.SessionInput => event),
       Stream.catchAll((e) =>
         Stream.make(Session.outcome(e._tag === "RunTimedOut" ? e : new RunFailed({ reason: e.message })))
       ),

@@ -32,8 +32,7 @@ export const decodeBody = (text: string): Either.Either<ChatCompletionRequest, I
 }
 
 const REASONING_FIELDS: ReadonlyArray<ReasoningField> = ["reasoning_content", "reasoning", "both"]
-const isReasoningField = (s: string | undefined): s is ReasoningField =>
-  s !== undefined && (REASONING_FIELDS as ReadonlyArray<string>).includes(s)
+const isReasoningField = (s: string | undefined): s is ReasoningField => REASONING_FIELDS.some((f) => f === s)
 
 const defined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value)
 
@@ -68,7 +67,7 @@ export const toChatRequest = (
     tools: wireTools,
     ...(choice !== undefined ? { toolChoice: choice } : {}),
     ...(wire.parallel_tool_calls != null ? { parallelToolCalls: wire.parallel_tool_calls } : {}),
-    sampling: dropUndefined({
+    sampling: {
       temperature: defined(wire.temperature),
       topP: defined(wire.top_p),
       maxTokens,
@@ -77,7 +76,7 @@ export const toChatRequest = (
       presencePenalty: defined(wire.presence_penalty),
       frequencyPenalty: defined(wire.frequency_penalty),
       responseFormat: defined(wire.response_format)
-    }),
+    },
     metadata
   }
   return Effect.succeed({
@@ -94,10 +93,4 @@ export const toChatRequest = (
       toolNames: tools.map((t) => t.name)
     })
   })
-}
-
-const dropUndefined = <T extends Record<string, unknown>>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } => {
-  const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v
-  return out as { [K in keyof T]: Exclude<T[K], undefined> }
 }

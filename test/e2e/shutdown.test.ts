@@ -1,0 +1,98 @@
+import OpenAI from "openai"
+import { afterAll, describe, expect, it } from "vitest"
+import { expectDoneOnce, parseSse, postJson, sseReader, untilContent } from "../support/e2e.js"
+import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
+
+/** SIGTERM / SIGINT: refuse new work, let open streams finish within the grace period, cancel the rest, exit 0. */
+
+const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ")
+
+const openStream = async (edge: EdgeProcess, text: string) => {
+  const response = await postJson(`${edge.baseURL}/chat/completions`, {
+    model: "echo",
+    stream: true,
+    messages: [{ role: "user", content: text }]
+  })
+  expect(response.status).toBe(200)
+  const reader = sseReader(response)
+  await untilContent(reader)
+  return reader
+}
+
+describe("graceful shutdown", () => {
+  const edges: Array<EdgeProcess> = []
+  afterAll(async () => {
+    for (const edge of edges) await edge.stop("SIGKILL")
+  })
+
+  it("SIGTERM with an open stream: /healthz 503, new requests 503, the stream finishes normally, exit 0", async () => {
+    const edge = await startEdge({ config: { models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 20 } }] } })
+    edges.push(edge)
+    // ~30 tokens at 20 ms: about 0.6 s, well within the default 10 s grace.
+    const text = words(15)
+    const reader = await openStream(edge, text)
+
+    edge.proc.kill("SIGTERM")
+    // Let the signal land before asking.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const health = await fetch(`${edge.url}/healthz`)
+    expect(health.status).toBe(503)
+    await health.text()
+
+    const refused = await postJson(`${edge.baseURL}/chat/completions`, {
+      model: "echo",
+      messages: [{ role: "user", content: "too late" }]
+    })
+    expect(refused.status).toBe(503)
+    const body = await refused.json()
+    expect(body.error.type).toBe("service_unavailable")
+
+    const client = new OpenAI({ baseURL: edge.baseURL, apiKey: "x", maxRetries: 0 })
+    await expect(client.models.list()).rejects.toMatchObject({ status: 503 })
+
+    const sse = parseSse(await reader.rest())
+    expectDoneOnce(sse)
+    expect(sse.events.some((e) => "error" in e)).toBe(false)
+    expect(sse.events.map((e) => e.choices[0]?.delta.content ?? "").join("")).toBe(text)
+    const last = sse.events[sse.events.length - 1]
+    expect(last.choices[0].finish_reason).toBe("stop")
+
+    expect(await edge.exited).toBe(0)
+  })
+
+  it("SIGTERM with a stream longer than server.shutdownGraceMs: it ends with a run_error event then [DONE], exit 0", async () => {
+    const edge = await startEdge({
+      config: {
+        server: { shutdownGraceMs: 200 },
+        models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 20 } }]
+      }
+    })
+    edges.push(edge)
+    // ~300+ tokens at 20 ms: over 6 s, far beyond the 200 ms grace.
+    const reader = await openStream(edge, words(150))
+
+    const signalledAt = Date.now()
+    edge.proc.kill("SIGTERM")
+    const sse = parseSse(await reader.rest())
+    const endedAt = Date.now()
+    expectDoneOnce(sse)
+    const errors = sse.events.filter((e) => "error" in e)
+    expect(errors, sse.raw).toHaveLength(1)
+    expect(errors[0].error.type).toBe("run_error")
+    expect(typeof errors[0].error.message).toBe("string")
+    expect(sse.events[sse.events.length - 1]).toBe(errors[0])
+    expect(sse.events.some((e) => e.choices?.[0]?.finish_reason != null)).toBe(false)
+    // Cancelled soon after the grace period, not when the echo would have finished.
+    expect(endedAt - signalledAt).toBeLessThan(3_000)
+
+    const code = await Promise.race([edge.exited, new Promise<string>((r) => setTimeout(() => r("still running after 5 s"), 5_000))])
+    expect(code).toBe(0)
+  })
+
+  it("SIGINT drains and exits 0 like SIGTERM", async () => {
+    const edge = await startEdge({ config: { models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 0 } }] } })
+    edges.push(edge)
+    expect((await fetch(`${edge.url}/healthz`)).status).toBe(200)
+    expect(await edge.stop("SIGINT")).toBe(0)
+  })
+})
