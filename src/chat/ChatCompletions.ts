@@ -277,6 +277,8 @@ export const make = Effect.gen(function* () {
         collectValidated(request, first).pipe(
           Effect.map((result): ReadonlyArray<Chunks.StreamItem> => {
             terminal = result.terminal
+            // A result that did not validate is written as its error alone, like the non-stream 502.
+            if (result.terminal?._tag === "Error") return [{ _tag: "Error", error: result.terminal.error }]
             const ctx = context(request, result.handle, created)
             return [Chunks.roleChunk(ctx), ...result.emissions.flatMap((e) => Chunks.streamItems(ctx, e))]
           }),
