@@ -10,12 +10,12 @@ import { randomInt } from "node:crypto"
 import { EdgeConfig, type ModelConfig } from "../config/EdgeConfig.js"
 import { Metrics, type Outcome } from "../observability/Metrics.js"
 import type { SubmitError } from "../run/errors.js"
-import type { Usage } from "../run/RunEvent.js"
 import { type RunHandle, RunService } from "../run/RunService.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
 import * as Chunks from "./chunks.js"
 import { type RunOutcomeError, RunFailed, RunTimedOut, ToolValidationRetryFailed } from "./errors.js"
 import type { OutputPolicy } from "./policy.js"
+import { RunTally } from "./RunTally.js"
 import * as Session from "./session.js"
 import { newToolCallId } from "./toolcalls/native.js"
 import type { RequestTool, ToolChoiceMode } from "./toolcalls/types.js"
@@ -72,38 +72,8 @@ const outcomeOf = (terminal: Session.Terminal | undefined): Outcome => {
 interface Owned {
   readonly handle: RunHandle
   readonly startedAt: number
+  readonly tally: RunTally
   readonly release: Effect.Effect<void>
-}
-
-/** What one response did, for its log line and metrics. */
-class Tally {
-  terminal: Session.Terminal | undefined = undefined
-  contentChars = 0
-  reasoningChars = 0
-  toolCalls = 0
-  normalised = false
-  usage: Usage | undefined = undefined
-  observe(e: Session.Emission): void {
-    switch (e._tag) {
-      case "Content":
-        this.contentChars += e.text.length
-        break
-      case "Reasoning":
-        this.reasoningChars += e.text.length
-        break
-      case "ToolCalls":
-        this.toolCalls += e.calls.length
-        this.normalised ||= e.wrapped === true
-        break
-      case "Finish":
-        this.usage = e.usage
-        this.terminal = e
-        break
-      case "Error":
-        this.terminal = e
-        break
-    }
-  }
 }
 
 export const make = Effect.gen(function* () {
@@ -112,16 +82,27 @@ export const make = Effect.gen(function* () {
   const config = yield* EdgeConfig
   const idle = Duration.millis(config.runs.idleTimeoutMs)
 
-  /** The run's events folded through the session: emissions ending with exactly one terminal. */
-  const emissions = (request: ChatRequest, handle: RunHandle): Stream.Stream<Session.Emission> =>
+  /**
+   * The run's events folded through the session: emissions ending with
+   * exactly one terminal. The tally sees each chunk arrive and leave.
+   */
+  const emissions = (request: ChatRequest, handle: RunHandle, tally: RunTally): Stream.Stream<Session.Emission> =>
     handle.events.pipe(
       Stream.timeoutFail(() => new RunTimedOut({ idleMs: config.runs.idleTimeoutMs }), idle),
       Stream.catchAll((e) =>
         Stream.make(Session.outcome(e._tag === "RunTimedOut" ? e : new RunFailed({ reason: e.message })))
       ),
+      Stream.mapChunks((chunk) => {
+        tally.arrived(chunk)
+        return chunk
+      }),
       Stream.mapAccum(Session.initial(sessionConfig(request)), Session.step),
       Stream.mapConcat((out) => out),
-      Stream.takeUntil(Session.isTerminal)
+      Stream.takeUntil(Session.isTerminal),
+      Stream.mapChunks((chunk) => {
+        tally.processed(chunk)
+        return chunk
+      })
     )
 
   const context = (request: ChatRequest, handle: RunHandle, created: number): Chunks.ResponseContext => ({
@@ -132,12 +113,19 @@ export const make = Effect.gen(function* () {
     includeUsage: request.includeUsage
   })
 
-  const finishRun = (request: ChatRequest, handle: RunHandle, tally: Tally, startedAt: number, attempt: number) =>
+  const finishRun = (request: ChatRequest, handle: RunHandle, tally: RunTally, startedAt: number, attempt: number) =>
     Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const outcome = outcomeOf(tally.terminal)
       const model = request.submit.model
-      yield* metrics.run({ model, outcome, durationMs: now - startedAt })
+      yield* metrics.run({
+        model,
+        outcome,
+        durationMs: now - startedAt,
+        ttftMs: tally.ttftMs,
+        interTokenMs: tally.interTokenMs,
+        overheadMs: tally.overheadMs
+      })
       if (tally.usage !== undefined) yield* metrics.usage(model, tally.usage)
       yield* metrics.reasoningChars(model, tally.reasoningChars)
       const terminal = tally.terminal
@@ -154,6 +142,8 @@ export const make = Effect.gen(function* () {
           content_chars: tally.contentChars,
           reasoning_chars: tally.reasoningChars,
           tool_calls: tally.toolCalls,
+          ttft_ms: tally.ttftMs ?? null,
+          overhead_ms: Math.round(tally.overheadMs * 1000) / 1000,
           normalized: tally.normalised,
           input_tokens: tally.usage?.inputTokens ?? null,
           output_tokens: tally.usage?.outputTokens ?? null,
@@ -168,19 +158,20 @@ export const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const scope = yield* Scope.make()
       const startedAt = yield* Clock.currentTimeMillis
+      const requestedAt = performance.now()
       const handle = yield* runs.submit(submit).pipe(
         Scope.extend(scope),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
-      return { handle, startedAt, release: Scope.close(scope, Exit.void) } satisfies Owned
+      yield* metrics.runStarted
+      return { handle, startedAt, tally: new RunTally(requestedAt), release: Scope.close(scope, Exit.void) } satisfies Owned
     })
 
   /** One run, collected whole. */
   const collectRun = (request: ChatRequest, owned: Owned, attempt: number) =>
     Effect.gen(function* () {
-      const tally = new Tally()
-      const out = yield* emissions(request, owned.handle).pipe(
-        Stream.tap((e) => Effect.sync(() => tally.observe(e))),
+      const tally = owned.tally
+      const out = yield* emissions(request, owned.handle, tally).pipe(
         Stream.runCollect,
         Effect.onExit(() => finishRun(request, owned.handle, tally, owned.startedAt, attempt)),
         Effect.ensuring(owned.release)
@@ -249,17 +240,11 @@ export const make = Effect.gen(function* () {
     const model = request.submit.model
     if (request.policy.buffered) return yield* bufferedStream(request, created)
     const startedAt = yield* Clock.currentTimeMillis
+    const tally = new RunTally(performance.now())
     const handle = yield* runs.submit(request.submit)
+    yield* metrics.runStarted
     const ctx = context(request, handle, created)
-    const tally = new Tally()
-    const body = emissions(request, handle).pipe(
-      // Observed in place: the tally is private to this response.
-      Stream.mapChunks((chunk) => {
-        for (const e of chunk) tally.observe(e)
-        return chunk
-      }),
-      Stream.mapConcat((e) => Chunks.streamItems(ctx, e))
-    )
+    const body = emissions(request, handle, tally).pipe(Stream.mapConcat((e) => Chunks.streamItems(ctx, e)))
     return Stream.make(Chunks.roleChunk(ctx)).pipe(
       Stream.concat(body),
       track(model, () => tally.terminal, finishRun(request, handle, tally, startedAt, 1))

@@ -14,6 +14,7 @@ import type { ChatCompletions } from "../chat/ChatCompletions.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
 import { EmbeddedNode } from "../node/EmbeddedNode.js"
 import { Metrics } from "../observability/Metrics.js"
+import type { NodeRegistry } from "../run/NodeRegistry.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { makeRoutes } from "./routes.js"
 
@@ -49,7 +50,7 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) 
 export const HttpAppLive: Layer.Layer<
   never,
   never,
-  HttpServer.HttpServer | EdgeConfig | ChatCompletions | Metrics | Lifecycle
+  HttpServer.HttpServer | EdgeConfig | ChatCompletions | Metrics | Lifecycle | NodeRegistry
 > = Layer.unwrapEffect(
   Effect.gen(function* () {
     const router = yield* makeRoutes

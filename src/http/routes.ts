@@ -10,6 +10,7 @@ import { ChatCompletions } from "../chat/ChatCompletions.js"
 import type { StreamItem } from "../chat/chunks.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
 import { Metrics } from "../observability/Metrics.js"
+import { NodeRegistry } from "../run/NodeRegistry.js"
 import { makeKeyCheck } from "./Auth.js"
 import { BodyTooLarge, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
@@ -56,6 +57,7 @@ export const makeRoutes = Effect.gen(function* () {
   const chat = yield* ChatCompletions
   const metrics = yield* Metrics
   const lifecycle = yield* Lifecycle
+  const registry = yield* NodeRegistry
   const keyOk = makeKeyCheck(config.server.apiKeys)
 
   /** Auth and drain checks shared by every `/v1` route. */
@@ -90,7 +92,9 @@ export const makeRoutes = Effect.gen(function* () {
     )
   )
 
-  const metricsText = metrics.exposition.pipe(
+  const metricsText = registry.nodes.pipe(
+    Effect.flatMap(metrics.nodes),
+    Effect.zipRight(metrics.exposition),
     Effect.map(({ body, contentType }) => HttpServerResponse.text(body, { contentType }))
   )
 

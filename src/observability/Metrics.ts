@@ -10,7 +10,16 @@ export type Outcome = "success" | "error" | "cancelled" | "timeout" | "tool_vali
 export declare namespace Metrics {
   export interface Service {
     readonly request: (labels: { model: string; stream: boolean; outcome: Outcome }) => Effect.Effect<void>
-    readonly run: (labels: { model: string; outcome: Outcome; durationMs: number }) => Effect.Effect<void>
+    readonly run: (run: {
+      readonly model: string
+      readonly outcome: Outcome
+      readonly durationMs: number
+      readonly ttftMs: number | undefined
+      readonly interTokenMs: number | undefined
+      readonly overheadMs: number
+    }) => Effect.Effect<void>
+    readonly runStarted: Effect.Effect<void>
+    readonly nodes: (nodes: ReadonlyArray<{ readonly id: string; readonly inFlight: number; readonly maxConcurrentRuns: number }>) => Effect.Effect<void>
     readonly usage: (model: string, usage: Usage) => Effect.Effect<void>
     readonly reasoningChars: (model: string, chars: number) => Effect.Effect<void>
     readonly toolValidation: (model: string, result: "retry" | "failure") => Effect.Effect<void>
@@ -46,6 +55,34 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers: [registry]
   })
+  const ttft = new Histogram({
+    name: "iop_time_to_first_token_seconds",
+    help: "Time from dispatch to the run's first content or reasoning event.",
+    labelNames: ["model"],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry]
+  })
+  const interToken = new Histogram({
+    name: "iop_inter_token_latency_seconds",
+    help: "Mean time between a run's token events after the first, one sample per run.",
+    labelNames: ["model"],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [registry]
+  })
+  const overhead = new Histogram({
+    name: "iop_edge_overhead_seconds",
+    help: "Edge time per run: request to dispatch, plus turning node events into response chunks.",
+    labelNames: ["model"],
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+    registers: [registry]
+  })
+  const activeRuns = new Gauge({ name: "iop_active_runs", help: "Runs in progress.", registers: [registry] })
+  const nodes = new Gauge({
+    name: "iop_nodes",
+    help: "Registered nodes by state (idle, busy, full).",
+    labelNames: ["state"],
+    registers: [registry]
+  })
   const tokens = new Counter({
     name: "iop_tokens_total",
     help: "Tokens reported by providers, by model and kind (input, output, reasoning, cached).",
@@ -78,10 +115,21 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
   return {
     request: ({ model, stream, outcome }) =>
       Effect.sync(() => requests.inc({ model, stream: String(stream), outcome })),
-    run: ({ model, outcome, durationMs }) =>
+    run: (r) =>
       Effect.sync(() => {
-        runs.inc({ model, outcome })
-        runDuration.observe({ model }, durationMs / 1000)
+        activeRuns.dec()
+        runs.inc({ model: r.model, outcome: r.outcome })
+        runDuration.observe({ model: r.model }, r.durationMs / 1000)
+        if (r.ttftMs !== undefined) ttft.observe({ model: r.model }, r.ttftMs / 1000)
+        if (r.interTokenMs !== undefined) interToken.observe({ model: r.model }, r.interTokenMs / 1000)
+        overhead.observe({ model: r.model }, r.overheadMs / 1000)
+      }),
+    runStarted: Effect.sync(() => activeRuns.inc()),
+    nodes: (list) =>
+      Effect.sync(() => {
+        const count = { idle: 0, busy: 0, full: 0 }
+        for (const n of list) count[n.inFlight === 0 ? "idle" : n.inFlight >= n.maxConcurrentRuns ? "full" : "busy"] += 1
+        for (const [state, value] of Object.entries(count)) nodes.set({ state }, value)
       }),
     usage: (model, u) =>
       Effect.sync(() => {
