@@ -7,6 +7,7 @@ import { ChatCompletions, ChatCompletionsLive } from "./chat/ChatCompletions.js"
 import * as EdgeConfig from "./config/EdgeConfig.js"
 import { GracefulShutdownLive, HttpAppLive, NodeServerLive } from "./http/HttpLive.js"
 import { Lifecycle, LifecycleLive } from "./http/Lifecycle.js"
+import { Limits, LimitsLive } from "./http/Limits.js"
 import { EmbeddedNode, EmbeddedNodeLive } from "./node/EmbeddedNode.js"
 import { Metrics, MetricsLive } from "./observability/Metrics.js"
 import { NodeRegistry, NodeRegistryLive } from "./run/NodeRegistry.js"
@@ -17,14 +18,14 @@ import { RunService, RunServiceLive } from "./run/RunService.js"
  * HttpServer, or call `ChatCompletions` / `RunService` directly.
  */
 export const EdgeLive: Layer.Layer<
-  ChatCompletions | RunService | NodeRegistry | EmbeddedNode | Metrics | Lifecycle,
+  ChatCompletions | RunService | NodeRegistry | EmbeddedNode | Metrics | Lifecycle | Limits,
   never,
   EdgeConfig.EdgeConfig | HttpClient.HttpClient
 > = ChatCompletionsLive.pipe(
   Layer.provideMerge(RunServiceLive),
   Layer.provideMerge(EmbeddedNodeLive),
   Layer.provideMerge(NodeRegistryLive),
-  Layer.provideMerge(Layer.mergeAll(MetricsLive, LifecycleLive))
+  Layer.provideMerge(Layer.mergeAll(MetricsLive, LifecycleLive, LimitsLive))
 )
 
 /** Routes served on a given HttpServer, with graceful shutdown. */

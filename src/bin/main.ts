@@ -13,6 +13,7 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { EdgeConfigSchema, defaultConfig } from "../config/EdgeConfig.js"
+import { resolveApiKeys } from "../config/apiKeys.js"
 import { applyOverrides, loadConfigFile } from "../config/loadConfig.js"
 import { serverLayer } from "../Edge.js"
 import * as Logging from "../observability/Logging.js"
@@ -34,7 +35,8 @@ const resolveConfig = (file: Option.Option<string>) =>
   Effect.gen(function* () {
     const fromEnv = yield* Config.option(Config.nonEmptyString("IOP_CONFIG"))
     const chosen = Option.orElse(file, () => fromEnv)
-    return Option.isSome(chosen) ? yield* loadConfigFile(chosen.value) : defaultConfig()
+    if (Option.isNone(chosen)) return defaultConfig()
+    return yield* resolveApiKeys(chosen.value, yield* loadConfigFile(chosen.value))
   })
 
 const edge = Command.make("edge", { config: configOption, host, port, logLevel }, (flags) =>

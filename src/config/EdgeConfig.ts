@@ -62,17 +62,41 @@ export const ModelConfig = Schema.Struct({
 })
 export type ModelConfig = typeof ModelConfig.Type
 
+/** An API key, alone or with its own limits. */
+export const ApiKeyEntry = Schema.Union(
+  Schema.Redacted(Schema.String.pipe(Schema.minLength(1))),
+  Schema.Struct({
+    key: Schema.Redacted(Schema.String.pipe(Schema.minLength(1))),
+    /** Shown in logs instead of the key. */
+    name: Schema.optional(Schema.String),
+    /** The models this key may use (default: all). */
+    models: Schema.optional(Schema.Array(Schema.String)),
+    /** Runs this key may have open at once (default: unlimited). */
+    maxConcurrentRuns: Schema.optional(PositiveInt)
+  })
+)
+export type ApiKeyEntry = typeof ApiKeyEntry.Type
+
 export const ServerConfig = Schema.Struct({
   host: Schema.optionalWith(Schema.String, { default: () => "127.0.0.1" }),
   port: Schema.optionalWith(Port, { default: () => 8080 }),
-  apiKeys: Schema.optionalWith(Schema.Array(Schema.Redacted(Schema.String)), { default: () => [] }),
+  apiKeys: Schema.optionalWith(Schema.Array(ApiKeyEntry), { default: () => [] }),
+  /** A file with more keys, one per line (`#` comments); read at start. */
+  apiKeysFile: Schema.optional(Schema.String),
+  /** An environment variable with more keys, comma-separated; read at start. */
+  apiKeysEnv: Schema.optional(Schema.String),
   maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 4 * 1024 * 1024 }),
+  /** Slow clients: the longest wait for a request's headers, and for the whole request. */
+  headersTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
+  requestTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 30_000 }),
   shutdownGraceMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 10_000 })
 })
 export type ServerConfig = typeof ServerConfig.Type
 
 export const RunsConfig = Schema.Struct({
   idleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
+  /** Runs the edge serves at once across all callers (default: unlimited); more get 429. */
+  maxConcurrentRuns: Schema.optional(PositiveInt),
   toolValidationAttempts: Schema.optionalWith(PositiveInt, { default: () => 2 })
 })
 export type RunsConfig = typeof RunsConfig.Type
@@ -80,7 +104,9 @@ export type RunsConfig = typeof RunsConfig.Type
 export const LogConfig = Schema.Struct({
   level: Schema.optionalWith(Schema.Literal("debug", "info", "warn", "error", "none"), {
     default: () => "info" as const
-  })
+  }),
+  /** Honour `metadata.iop_trace_stream: "true"`: log every emitted chunk and suppressed delta of that request. */
+  traceStreams: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 export type LogConfig = typeof LogConfig.Type
 

@@ -1,21 +1,46 @@
 import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
+import type { ApiKeyEntry } from "../config/EdgeConfig.js"
+
+/** What a matched key may do; `id` names it in logs and limits (never the key itself). */
+export interface KeyPolicy {
+  readonly id: string
+  readonly models: ReadonlyArray<string> | undefined
+  readonly maxConcurrentRuns: number | undefined
+}
+
+export type KeyCheck =
+  | { readonly _tag: "Open" }
+  | { readonly _tag: "Granted"; readonly key: KeyPolicy }
+  | { readonly _tag: "Denied" }
 
 const digest = (s: string): Buffer => createHash("sha256").update(s).digest()
 
+export const policyOf = (entry: ApiKeyEntry, index: number): KeyPolicy =>
+  Redacted.isRedacted(entry)
+    ? { id: `key-${index + 1}`, models: undefined, maxConcurrentRuns: undefined }
+    : { id: entry.name ?? `key-${index + 1}`, models: entry.models, maxConcurrentRuns: entry.maxConcurrentRuns }
+
 /**
- * Checks an `Authorization` header against the configured keys. Keys are
- * compared as SHA-256 digests in constant time, so neither their content nor
- * their length leaks through timing. No keys configured: everything passes.
+ * Checks an `Authorization` header against the configured keys. Every key is
+ * compared, as SHA-256 digests in constant time, so neither a key's content,
+ * its length nor its position leaks through timing. No keys: everything passes.
  */
-export const makeKeyCheck = (keys: ReadonlyArray<Redacted.Redacted<string>>) => {
-  const digests = keys.map((k) => digest(Redacted.value(k)))
-  return (authorization: string | undefined): boolean => {
-    if (digests.length === 0) return true
+export const makeKeyCheck = (entries: ReadonlyArray<ApiKeyEntry>) => {
+  const keys = entries.map((entry, i) => ({
+    digest: digest(Redacted.value(Redacted.isRedacted(entry) ? entry : entry.key)),
+    policy: policyOf(entry, i)
+  }))
+  return (authorization: string | undefined): KeyCheck => {
+    if (keys.length === 0) return { _tag: "Open" }
     const match = authorization === undefined ? null : /^Bearer\s+(.+)$/i.exec(authorization.trim())
     const presented = digest(match?.[1] ?? "")
-    let ok = false
-    for (const d of digests) ok = timingSafeEqual(d, presented) || ok
-    return ok && match !== null
+    let granted: KeyPolicy | undefined
+    for (const k of keys) if (timingSafeEqual(k.digest, presented) && granted === undefined) granted = k.policy
+    return match !== null && granted !== undefined ? { _tag: "Granted", key: granted } : { _tag: "Denied" }
   }
 }
+
+/** Whether a key may use a model. */
+export const allows = (check: KeyCheck, model: string): boolean =>
+  check._tag !== "Granted" || check.key.models === undefined || check.key.models.includes(model)

@@ -16,6 +16,7 @@ import { EmbeddedNode } from "../node/EmbeddedNode.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
 import { Lifecycle } from "./Lifecycle.js"
+import type { Limits } from "./Limits.js"
 import { makeRoutes } from "./routes.js"
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
@@ -50,7 +51,7 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) 
 export const HttpAppLive: Layer.Layer<
   never,
   never,
-  HttpServer.HttpServer | EdgeConfig | ChatCompletions | Metrics | Lifecycle | NodeRegistry
+  HttpServer.HttpServer | EdgeConfig | ChatCompletions | Metrics | Lifecycle | NodeRegistry | Limits
 > = Layer.unwrapEffect(
   Effect.gen(function* () {
     const router = yield* makeRoutes
@@ -101,7 +102,11 @@ export const NodeServerLive: Layer.Layer<HttpServer.HttpServer, HttpServerError.
   Layer.unwrapEffect(
     EdgeConfig.pipe(
       Effect.map((config) => {
-        const server = createServer({ keepAliveTimeout: 5_000 })
+        const server = createServer({
+          keepAliveTimeout: 5_000,
+          headersTimeout: config.server.headersTimeoutMs,
+          requestTimeout: config.server.requestTimeoutMs
+        })
         const closeConnections = Layer.scopedDiscard(
           Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
         )

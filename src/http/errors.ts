@@ -34,4 +34,17 @@ export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()("RouteNot
   }
 }
 
-export type HttpError = InvalidRequest | Unauthorized | BodyTooLarge | ShuttingDown | RouteNotFound
+
+/** A concurrency limit is reached (the edge's, or the caller's key's). */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  scope: Schema.Literal("edge", "key"),
+  limit: Schema.Number
+}) {
+  override get message(): string {
+    return this.scope === "key"
+      ? `too many concurrent requests for this API key (limit ${this.limit}); retry shortly`
+      : `the edge is serving its limit of ${this.limit} concurrent requests; retry shortly`
+  }
+}
+
+export type HttpError = InvalidRequest | Unauthorized | BodyTooLarge | ShuttingDown | RouteNotFound | RateLimited

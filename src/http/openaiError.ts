@@ -17,6 +17,7 @@ export interface OpenAiErrorBody {
 export interface HttpErrorResponse {
   readonly status: number
   readonly body: OpenAiErrorBody
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 const body = (message: string, type: string, param: string | null = null, code: string | null = null) => ({
@@ -34,6 +35,12 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
       return { status: 401, body: body(e.message, "authentication_error", null, "invalid_api_key") }
     case "RouteNotFound":
       return { status: 404, body: body(e.message, "invalid_request_error", null, "not_found") }
+    case "RateLimited":
+      return {
+        status: 429,
+        body: body(e.message, "rate_limit_error", null, "rate_limit_exceeded"),
+        headers: { "retry-after": "1" }
+      }
     case "ModelNotFound":
       return { status: 404, body: body(e.message, "invalid_request_error", "model", "model_not_found") }
     case "NoNodeForModel":

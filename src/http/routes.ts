@@ -11,7 +11,9 @@ import type { StreamItem } from "../chat/chunks.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
 import { Metrics } from "../observability/Metrics.js"
 import { NodeRegistry } from "../run/NodeRegistry.js"
-import { makeKeyCheck } from "./Auth.js"
+import { allows, makeKeyCheck } from "./Auth.js"
+import { Limits } from "./Limits.js"
+import { ModelNotFound } from "../chat/errors.js"
 import { BodyTooLarge, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { type EdgeError, toHttpError, toSseError } from "./openaiError.js"
@@ -19,8 +21,8 @@ import * as Sse from "./sse.js"
 import { decodeBody, toChatRequest } from "./toChatRequest.js"
 
 export const errorResponse = (e: EdgeError) => {
-  const { status, body } = toHttpError(e)
-  return HttpServerResponse.unsafeJson(body, { status })
+  const { status, body, headers } = toHttpError(e)
+  return HttpServerResponse.unsafeJson(body, headers === undefined ? { status } : { status, headers })
 }
 
 const renderItem = (item: StreamItem): string =>
@@ -58,31 +60,39 @@ export const makeRoutes = Effect.gen(function* () {
   const metrics = yield* Metrics
   const lifecycle = yield* Lifecycle
   const registry = yield* NodeRegistry
-  const keyOk = makeKeyCheck(config.server.apiKeys)
+  const checkKey = makeKeyCheck(config.server.apiKeys)
+  const limits = yield* Limits
 
-  /** Auth and drain checks shared by every `/v1` route. */
+  /** Drain and auth checks shared by every `/v1` route; the caller's key policy when keys are configured. */
   const guard = Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     if (!(yield* lifecycle.serving)) return yield* Effect.fail(new ShuttingDown())
-    if (!keyOk(request.headers["authorization"])) return yield* Effect.fail(new Unauthorized())
+    const check = checkKey(request.headers["authorization"])
+    if (check._tag === "Denied") return yield* Effect.fail(new Unauthorized())
+    if (check._tag === "Granted") yield* Effect.annotateLogsScoped({ api_key: check.key.id })
+    return check
   })
 
   const chatCompletions = Effect.gen(function* () {
-    yield* guard
+    const check = yield* guard
     const text = yield* readBody(config.server.maxBodyBytes)
     const wire = yield* decodeBody(text)
+    if (!allows(check, wire.model)) return yield* Effect.fail(new ModelNotFound({ model: wire.model }))
     const request = yield* toChatRequest(config, wire)
     yield* Effect.annotateLogsScoped({ model: request.submit.model, stream: request.stream })
+    yield* limits.acquire(check._tag === "Granted" ? check.key : undefined)
     if (!request.stream) return HttpServerResponse.unsafeJson(yield* chat.complete(request))
     const items = yield* chat.stream(request)
     return HttpServerResponse.stream(sseBody(items), { contentType: "text/event-stream", headers: SSE_HEADERS })
   }).pipe(Effect.catchAll(errorResponse))
 
   const models = Effect.gen(function* () {
-    yield* guard
+    const check = yield* guard
     return HttpServerResponse.unsafeJson({
       object: "list",
-      data: config.models.map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "iop" }))
+      data: config.models
+        .filter((m) => allows(check, m.id))
+        .map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "iop" }))
     })
   }).pipe(Effect.catchAll(errorResponse))
 

@@ -36,8 +36,9 @@ describe("config", () => {
       })
     )
     const config = Either.getOrThrow(result)
-    expect(Redacted.value(config.server.apiKeys[0]!)).toBe("sk-local-1")
-    expect(String(config.server.apiKeys[0])).not.toContain("sk-local-1")
+    const key = config.server.apiKeys[0]!
+    expect(Redacted.isRedacted(key) && Redacted.value(key)).toBe("sk-local-1")
+    expect(String(key)).not.toContain("sk-local-1")
     const qwen = config.models[1]!
     expect(qwen.provider.type === "openai" && qwen.provider.model).toBe("qwen2.5:7b-instruct")
     expect(qwen.reasoning).toEqual({ implicitOpen: false, field: "reasoning_content" })
