@@ -20,6 +20,20 @@ import * as Session from "./session.js"
 import { newToolCallId } from "./toolcalls/native.js"
 import type { RequestTool, ToolChoiceMode } from "./toolcalls/types.js"
 
+const traceText = (e: Session.Emission): string => {
+  switch (e._tag) {
+    case "Content":
+    case "Reasoning":
+      return e.text
+    case "ToolCalls":
+      return JSON.stringify(e.calls)
+    case "Finish":
+      return e.finishReason
+    case "Error":
+      return e.error.message
+  }
+}
+
 /** A chat completion request the chat plane can run: decoded, its model resolved, its policy decided. */
 export interface ChatRequest {
   readonly model: ModelConfig
@@ -96,14 +110,41 @@ export const make = Effect.gen(function* () {
         tally.arrived(chunk)
         return chunk
       }),
-      Stream.mapAccum(Session.initial(sessionConfig(request)), Session.step),
-      Stream.mapConcat((out) => out),
+      fold(request, handle),
       Stream.takeUntil(Session.isTerminal),
       Stream.mapChunks((chunk) => {
         tally.processed(chunk)
         return chunk
       })
     )
+
+  /** The session fold; with trace mode on for the request, every emission and suppressed delta is logged. */
+  const fold =
+    (request: ChatRequest, handle: RunHandle) =>
+    <E, R>(inputs: Stream.Stream<Session.SessionInput, E, R>): Stream.Stream<Session.Emission, E, R> => {
+      const initial = Session.initial(sessionConfig(request))
+      if (!(config.log.traceStreams && request.submit.metadata["iop_trace_stream"] === "true")) {
+        return inputs.pipe(Stream.mapAccum(initial, Session.step), Stream.mapConcat((out) => out))
+      }
+      let seq = 0
+      const trace = (input: Session.SessionInput, out: ReadonlyArray<Session.Emission>) =>
+        out.length === 0 && (input._tag === "Delta" || input._tag === "ReasoningDelta")
+          ? Effect.logInfo("stream output suppressed").pipe(
+            Effect.annotateLogs({ run_id: handle.dispatch.runId, seq, type: input._tag, source: input.text })
+          )
+          : Effect.forEach(out, (e) =>
+            Effect.logInfo("stream output chunk").pipe(
+              Effect.annotateLogs({ run_id: handle.dispatch.runId, seq: ++seq, type: e._tag, emission: traceText(e) })
+            ), { discard: true })
+      return inputs.pipe(
+        Stream.mapAccum(initial, (s, input) => {
+          const [next, out] = Session.step(s, input)
+          return [next, { input, out }] as const
+        }),
+        Stream.tap(({ input, out }) => trace(input, out)),
+        Stream.mapConcat(({ out }) => out)
+      )
+    }
 
   const context = (request: ChatRequest, handle: RunHandle, created: number): Chunks.ResponseContext => ({
     id: `chatcmpl-${handle.dispatch.runId.slice(4)}`,
@@ -149,6 +190,13 @@ export const make = Effect.gen(function* () {
           output_tokens: tally.usage?.outputTokens ?? null,
           reasoning_tokens: tally.usage?.reasoningTokens ?? null,
           cached_tokens: tally.usage?.cachedInputTokens ?? null
+        })
+      )
+      yield* Effect.logDebug("run preview").pipe(
+        Effect.annotateLogs({
+          run_id: handle.dispatch.runId,
+          content_preview: tally.contentPreview,
+          reasoning_preview: tally.reasoningPreview
         })
       )
     })

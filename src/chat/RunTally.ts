@@ -2,6 +2,9 @@ import type { Chunk } from "effect/Chunk"
 import type { Usage } from "../run/RunEvent.js"
 import type { Emission, SessionInput, Terminal } from "./session.js"
 
+const PREVIEW_CHARS = 1000
+const cap = (s: string): string => (s.length > PREVIEW_CHARS ? s.slice(0, PREVIEW_CHARS) : s)
+
 /**
  * What one run did, for its log line and metrics: counts of what was emitted
  * and when the node's events arrived. Private to one response and written
@@ -15,6 +18,9 @@ export class RunTally {
   toolCalls = 0
   normalised = false
   usage: Usage | undefined = undefined
+  /** The first characters of content and reasoning, logged at debug level. */
+  contentPreview = ""
+  reasoningPreview = ""
   private readonly submittedAt: number
   private firstTokenAt: number | undefined = undefined
   private lastTokenAt = 0
@@ -52,9 +58,11 @@ export class RunTally {
     switch (e._tag) {
       case "Content":
         this.contentChars += e.text.length
+        if (this.contentPreview.length < PREVIEW_CHARS) this.contentPreview = cap(this.contentPreview + e.text)
         break
       case "Reasoning":
         this.reasoningChars += e.text.length
+        if (this.reasoningPreview.length < PREVIEW_CHARS) this.reasoningPreview = cap(this.reasoningPreview + e.text)
         break
       case "ToolCalls":
         this.toolCalls += e.calls.length

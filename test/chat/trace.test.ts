@@ -1,0 +1,56 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Stream from "effect/Stream"
+import { ChatCompletions, ChatCompletionsLive } from "../../src/chat/ChatCompletions.js"
+import * as EdgeConfig from "../../src/config/EdgeConfig.js"
+import { decodeConfigJson } from "../../src/config/loadConfig.js"
+import { decodeBody, toChatRequest } from "../../src/http/toChatRequest.js"
+import { MetricsTest } from "../../src/observability/Metrics.js"
+import * as RunEvent from "../../src/run/RunEvent.js"
+import { events, scriptedRuns } from "../support/ScriptedRunService.js"
+
+const run = (traceStreams: boolean, metadata: Record<string, string>) =>
+  Effect.gen(function* () {
+    const config = Either.getOrThrow(
+      decodeConfigJson("t", { log: { traceStreams }, models: [{ id: "m", provider: { type: "echo" } }] })
+    )
+    const runs = scriptedRuns([
+      events(RunEvent.delta("Hi"), RunEvent.delta("<|im_"), RunEvent.delta("end|>"), RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} }))
+    ])
+    const logs: Array<{ message: string; seq: unknown; type: unknown }> = []
+    const logger = Logger.make(({ message, annotations }) => {
+      const text = Array.isArray(message) ? String(message[0]) : String(message)
+      logs.push({ message: text, seq: HashMap.get(annotations, "seq")._tag === "Some" ? HashMap.unsafeGet(annotations, "seq") : undefined, type: HashMap.get(annotations, "type")._tag === "Some" ? HashMap.unsafeGet(annotations, "type") : undefined })
+    })
+    const wire = yield* decodeBody(JSON.stringify({ model: "m", stream: true, metadata, messages: [{ role: "user", content: "x" }] }))
+    const request = yield* toChatRequest(config, wire)
+    yield* Effect.gen(function* () {
+      const chat = yield* ChatCompletions
+      yield* Stream.runDrain(yield* chat.stream(request))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(ChatCompletionsLive.pipe(Layer.provide(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config))))),
+      Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+    )
+    return logs.filter((l) => l.message.startsWith("stream output"))
+  }).pipe(Effect.orDie)
+
+describe("trace mode", () => {
+  it.effect("logs every emitted chunk and every suppressed delta with a sequence number when allowed and asked", () =>
+    Effect.gen(function* () {
+      const traced = yield* run(true, { iop_trace_stream: "true" })
+      expect(traced).toEqual([
+        { message: "stream output chunk", seq: 1, type: "Content" },
+        { message: "stream output suppressed", seq: 1, type: "Delta" },
+        { message: "stream output suppressed", seq: 1, type: "Delta" },
+        { message: "stream output chunk", seq: 2, type: "Finish" }
+      ])
+      expect(yield* run(false, { iop_trace_stream: "true" })).toEqual([])
+      expect(yield* run(true, {})).toEqual([])
+    })
+  )
+})
