@@ -54,7 +54,7 @@ const schema = Command.make("schema", {}, () =>
   Console.log(JSON.stringify({ ...JSONSchema.make(EdgeConfigSchema), title: "iop edge config" }, null, 2))
 ).pipe(Command.withDescription("Print the config file's JSON Schema (for editor completion)."))
 
-const check = Command.make("check", { file: Args.file({ name: "FILE", exists: "yes" }) }, ({ file }) =>
+const check = Command.make("check", { file: Args.text({ name: "FILE" }) }, ({ file }) =>
   loadConfigFile(file).pipe(Effect.zipRight(Console.log(`${file}: ok`)))
 ).pipe(Command.withDescription("Validate a config file; exit code 2 and the offending JSON path if it is bad."))
 

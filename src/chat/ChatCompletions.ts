@@ -272,7 +272,13 @@ export const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
       const first = yield* submitOwned(request.submit)
-      const result = yield* collectValidated(request, first).pipe(Effect.onInterrupt(() => first.release))
+      const result = yield* collectValidated(request, first).pipe(
+        Effect.onInterrupt(() =>
+          first.release.pipe(
+            Effect.zipRight(metrics.request({ model: request.submit.model, stream: false, outcome: "cancelled" }))
+          )
+        )
+      )
       yield* metrics.request({ model: request.submit.model, stream: false, outcome: outcomeOf(result.terminal) })
       const rendered = Chunks.completion(context(request, result.handle, created), result.emissions)
       return rendered._tag === "Body" ? rendered.body : yield* Effect.fail(rendered.error)

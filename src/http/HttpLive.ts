@@ -7,6 +7,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
@@ -57,7 +58,8 @@ export const HttpAppLive: Layer.Layer<
     const router = yield* makeRoutes
     const lifecycle = yield* Lifecycle
     const metrics = yield* Metrics
-    return HttpServer.serve(HttpRouter.toHttpApp(router).pipe(Effect.flatten), edgeMiddleware(lifecycle, metrics))
+    // Applied to the app itself (not as `serve`'s middleware, which runs after the response is written).
+    return HttpServer.serve(edgeMiddleware(lifecycle, metrics)(HttpRouter.toHttpApp(router).pipe(Effect.flatten)))
   })
 )
 
@@ -74,6 +76,10 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
       const lifecycle = yield* Lifecycle
       const node = yield* EmbeddedNode
       const config = yield* EdgeConfig
+      // The finalizer runs uninterruptibly in an interrupted fiber, where no timeout could fire:
+      // each wait runs in a fiber of its own, made interruptible so that its timeout can win.
+      const waitIdle = (ms: number) =>
+        Effect.forkDaemon(Effect.interruptible(lifecycle.awaitIdle(ms))).pipe(Effect.flatMap(Fiber.join))
       yield* lifecycle.markServing
       yield* HttpServer.logAddress
       yield* Effect.addFinalizer(() =>
@@ -81,11 +87,11 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
           yield* lifecycle.startDraining
           const open = yield* lifecycle.open
           yield* Effect.logInfo("draining").pipe(Effect.annotateLogs({ open_requests: open }))
-          const drained = yield* lifecycle.awaitIdle(config.server.shutdownGraceMs)
+          const drained = yield* waitIdle(config.server.shutdownGraceMs)
           if (!drained) {
             yield* Effect.logWarning("grace period over: cancelling open runs")
             yield* node.cancelAll("edge shutting down")
-            yield* lifecycle.awaitIdle(2_000)
+            yield* waitIdle(2_000)
           }
           yield* Effect.logInfo("stopped")
         })

@@ -1,10 +1,9 @@
-import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { ChatCompletions } from "../chat/ChatCompletions.js"
 import type { StreamItem } from "../chat/chunks.js"
@@ -39,19 +38,46 @@ export const sseBody = (items: Stream.Stream<StreamItem>): Stream.Stream<Uint8Ar
 
 const SSE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" }
 
+/**
+ * The request body as text, at most `limit` bytes. Past the limit the rest is
+ * drained and dropped (destroying the request would close the socket before
+ * the 413 is written); `server.requestTimeoutMs` bounds how long that may take.
+ */
 const readBody = (limit: number) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const declared = Number(request.headers["content-length"] ?? "0")
     if (declared > limit) return yield* Effect.fail(new BodyTooLarge({ limit }))
-    return yield* request.text.pipe(
-      HttpIncomingMessage.withMaxBodySize(Option.some(limit)),
-      Effect.mapError((e) =>
-        String(e.cause).includes("maxBytes exceeded")
-          ? new BodyTooLarge({ limit })
-          : new InvalidRequest({ message: `could not read the request body: ${e.message}`, param: null })
-      )
-    )
+    const source = NodeHttpServerRequest.toIncomingMessage(request)
+    return yield* Effect.async<string, BodyTooLarge | InvalidRequest>((resume) => {
+      const chunks: Array<Buffer> = []
+      let size = 0
+      const onData = (chunk: Buffer) => {
+        size += chunk.length
+        if (size <= limit) chunks.push(chunk)
+      }
+      const onEnd = () => {
+        cleanup()
+        resume(
+          size > limit
+            ? Effect.fail(new BodyTooLarge({ limit }))
+            : Effect.succeed(Buffer.concat(chunks).toString("utf8"))
+        )
+      }
+      const onError = (e: Error) => {
+        cleanup()
+        resume(Effect.fail(new InvalidRequest({ message: `could not read the request body: ${e.message}`, param: null })))
+      }
+      const cleanup = () => {
+        source.off("data", onData)
+        source.off("end", onEnd)
+        source.off("error", onError)
+      }
+      source.on("data", onData)
+      source.on("end", onEnd)
+      source.on("error", onError)
+      return Effect.sync(cleanup)
+    })
   })
 
 export const makeRoutes = Effect.gen(function* () {

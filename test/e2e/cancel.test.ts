@@ -95,10 +95,8 @@ describe("cancel on disconnect", () => {
     expect(text.length).toBeLessThan(200 * 4)
   })
 
-  it("a non-stream client that disconnects gets its upstream request aborted within 1 s", async () => {
-    const key = upstream.script("non-stream abort", { kind: "stall", before: [chunk({ role: "assistant", content: "" })] })
-    const abortedBefore = upstream.aborted.length
-    const cancelledBefore = await cancelled("up")
+  /** Sends a non-stream request to a stalled upstream and disconnects once the upstream has it; returns when. */
+  const leaveNonStream = async (key: string): Promise<number> => {
     const controller = new AbortController()
     const pending = postJson(
       `${edge.baseURL}/chat/completions`,
@@ -110,10 +108,24 @@ describe("cancel on disconnect", () => {
     const abortTime = Date.now()
     controller.abort()
     expect(await pending).toBeInstanceOf(Error)
+    return abortTime
+  }
 
+  it("a non-stream client that disconnects gets its upstream request aborted within 1 s", async () => {
+    const key = upstream.script("non-stream abort", { kind: "stall", before: [chunk({ role: "assistant", content: "" })] })
+    const abortedBefore = upstream.aborted.length
+    const abortTime = await leaveNonStream(key)
     const at = await nextAbort(abortedBefore)
     expect(at - abortTime).toBeLessThan(1_000)
-    await eventually(async () => expect((await cancelled("up")) - cancelledBefore).toBe(1))
+  })
+
+  it("a non-stream request whose client left is counted in /metrics with outcome cancelled", async () => {
+    const key = upstream.script("non-stream abort metrics", { kind: "stall", before: [chunk({ role: "assistant", content: "" })] })
+    const abortedBefore = upstream.aborted.length
+    const cancelledBefore = await cancelled("up")
+    await leaveNonStream(key)
+    await nextAbort(abortedBefore)
+    await eventually(async () => expect((await cancelled("up")) - cancelledBefore).toBe(1), 1_500)
   })
 
   it("an echo stream whose client leaves is cancelled and counted with outcome cancelled", async () => {

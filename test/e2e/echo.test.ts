@@ -1,6 +1,6 @@
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expectDoneOnce, postJson, readSse } from "../support/e2e.js"
+import { expectDoneOnce, postJson, readSse, jsonOf } from "../support/e2e.js"
 import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
 
 /** The built-in echo model over HTTP: OpenAI JSON and SSE shapes, models list, health, request ids. */
@@ -212,7 +212,7 @@ describe("echo model", () => {
       logit_bias: {}
     })
     expect(response.status).toBe(200)
-    const body = await response.json()
+    const body = await jsonOf(response)
     expect(body.choices[0].message.content).toBe("hi")
   })
 
@@ -221,7 +221,7 @@ describe("echo model", () => {
     expect(page.data.map((m) => m.id)).toEqual(["echo", "echo-2"])
     for (const m of page.data) expect(m.object).toBe("model")
 
-    const raw = await (await fetch(`${edge.baseURL}/models`)).json()
+    const raw = await jsonOf(await fetch(`${edge.baseURL}/models`))
     expect(raw.object).toBe("list")
     expect(raw.data.map((m: { id: string }) => m.id)).toEqual(["echo", "echo-2"])
   })
@@ -239,6 +239,21 @@ describe("echo model", () => {
     expect(text).toMatch(/^# HELP iop_chat_requests_total /m)
     expect(text).toMatch(/^# TYPE iop_chat_requests_total counter$/m)
     expect(text).toMatch(/^iop_chat_requests_total\{[^}]*model="echo"[^}]*outcome="success"[^}]*\} \d+/m)
+  })
+
+  it("without server.apiKeys no authentication is needed: any key or none", async () => {
+    const raw = await postJson(`${edge.baseURL}/chat/completions`, { model: "echo", messages: [{ role: "user", content: "open" }] })
+    expect(raw.status).toBe(200)
+    expect((await jsonOf(raw)).choices[0].message.content).toBe("open")
+    const other = new OpenAI({ baseURL: edge.baseURL, apiKey: "sk-anything", maxRetries: 0 })
+    expect((await other.models.list()).data.length).toBe(2)
+  })
+
+  it("server.maxBodyBytes defaults to 4 MiB: a larger body is a 413", async () => {
+    const body = JSON.stringify({ model: "echo", messages: [{ role: "user", content: "x".repeat(4 * 1024 * 1024) }] })
+    const response = await postJson(`${edge.baseURL}/chat/completions`, body)
+    expect(response.status).toBe(413)
+    expect((await jsonOf(response)).error.type).toBe("invalid_request_error")
   })
 
   it("X-Request-Id is echoed back when the client sends one", async () => {
@@ -271,6 +286,7 @@ describe("echo model", () => {
     await Promise.all([a.text(), b.text()])
     const idA = a.headers.get("x-request-id")
     const idB = b.headers.get("x-request-id")
+    expect(idA, "x-request-id header").not.toBeNull()
     expect(idA).toMatch(/^\S{8,}$/)
     expect(idB).toMatch(/^\S{8,}$/)
     expect(idA).not.toBe(idB)

@@ -2,7 +2,7 @@ import * as http from "node:http"
 import { createServer } from "node:net"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { eventually, expectDoneOnce, fetchMetrics, metricSum, postJson, readSse, type SseResult } from "../support/e2e.js"
+import { eventually, expectDoneOnce, fetchMetrics, metricSum, postJson, readSse, type SseResult, jsonOf } from "../support/e2e.js"
 import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
 import { chunk, errorEvent, FAKE_MODEL, textStream } from "../support/fakeUpstream.js"
 import { type ScenarioUpstream, startScenarioUpstream } from "../support/scenarios.js"
@@ -78,8 +78,10 @@ describe("errors", () => {
     })
     client = new OpenAI({ baseURL: edge.baseURL, apiKey: "x", maxRetries: 0 })
   })
+  // SIGKILL: this edge is not under test for shutdown (see shutdown.test.ts), and a request
+  // that broke off mid-body (the chunked over-limit one) may keep it from draining quickly.
   afterAll(async () => {
-    await edge?.stop()
+    await edge?.stop("SIGKILL")
     await upstream?.close()
   })
 
@@ -88,7 +90,7 @@ describe("errors", () => {
       const response = await postJson(chatUrl(), "{not json")
       expect(response.status).toBe(400)
       expect(response.headers.get("content-type")).toMatch(/^application\/json/)
-      expectErrorShape(await response.json(), "invalid_request_error")
+      expectErrorShape(await jsonOf(response), "invalid_request_error")
     })
 
     it("missing messages is a 400 invalid_request_error whose message names the field", async () => {
@@ -134,7 +136,7 @@ describe("errors", () => {
       expect(s.code).toBe("model_not_found")
 
       const raw = await postJson(chatUrl(), { model: "nope", messages: [{ role: "user", content: "hi" }] })
-      expectErrorShape(await raw.json(), "invalid_request_error")
+      expectErrorShape(await jsonOf(raw), "invalid_request_error")
     })
 
     it("a body over server.maxBodyBytes is a 413 invalid_request_error", async () => {
@@ -143,6 +145,29 @@ describe("errors", () => {
       )
       expect(e.status).toBe(413)
       expect(e.type).toBe("invalid_request_error")
+    })
+
+    it("a chunked body (no Content-Length) over server.maxBodyBytes is a 413 invalid_request_error", async () => {
+      const text = JSON.stringify({ model: "echo", messages: [{ role: "user", content: "y".repeat(MAX_BODY * 2) }] })
+      const result = await new Promise<{ status: number; body: string } | { error: string }>((resolve) => {
+        const request = http.request(
+          `${chatUrl()}`,
+          { method: "POST", headers: { "content-type": "application/json", "transfer-encoding": "chunked" } },
+          (response) => {
+            let body = ""
+            response.setEncoding("utf8")
+            response.on("data", (part: string) => (body += part))
+            response.on("end", () => resolve({ status: response.statusCode ?? 0, body }))
+            response.on("error", () => resolve({ status: response.statusCode ?? 0, body }))
+          }
+        )
+        // A server may answer early and close while the body is still going out: only a missing response counts.
+        request.on("error", (e) => resolve({ error: e.message }))
+        for (let i = 0; i < text.length; i += 4096) request.write(text.slice(i, i + 4096))
+        request.end()
+      })
+      expect(result).toMatchObject({ status: 413 })
+      if ("body" in result && result.body !== "") expectErrorShape(JSON.parse(result.body), "invalid_request_error")
     })
 
     it("a body just under the limit is served", async () => {
@@ -157,7 +182,7 @@ describe("errors", () => {
     it("an unknown route is a 404 in the OpenAI error shape", async () => {
       const response = await fetch(`${edge.baseURL}/nothing-here`)
       expect(response.status).toBe(404)
-      const body = await response.json()
+      const body = await jsonOf(response)
       expect(body.error).toBeDefined()
     })
   })
@@ -184,7 +209,7 @@ describe("errors", () => {
         expectStreamError(await readSse(response), "run_error")
       } else {
         expect(response.status).toBe(502)
-        expectErrorShape(await response.json(), "run_error")
+        expectErrorShape(await jsonOf(response), "run_error")
       }
     })
 
@@ -214,7 +239,7 @@ describe("errors", () => {
       expect(sse.events.map((e) => e.choices?.[0]?.delta.content ?? "").join("")).toBe("Hello")
     })
 
-    it("an upstream that closes a stream without finishing fails it with run_error, not a finish chunk", async () => {
+    it("an upstream stream that ends without a finish chunk or [DONE] still gets exactly one terminal outcome", async () => {
       const key = upstream.script("truncated", {
         kind: "sse",
         events: [chunk({ role: "assistant", content: "" }), chunk({ content: "Hel" })],
@@ -299,42 +324,5 @@ describe("errors", () => {
       expect(count(after, "error") - count(before, "error")).toBe(1)
       expect(count(after, "timeout") - count(before, "timeout")).toBe(1)
     })
-  })
-})
-
-describe("body size limit without Content-Length", () => {
-  let edge: EdgeProcess
-
-  beforeAll(async () => {
-    edge = await startEdge({
-      config: { server: { maxBodyBytes: MAX_BODY }, models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 0 } }] }
-    })
-  })
-  // This edge is not under test for shutdown: the request below may leave it unable to drain.
-  afterAll(async () => {
-    await edge?.stop("SIGKILL")
-  })
-
-  it("a chunked body (no Content-Length) over server.maxBodyBytes is a 413 invalid_request_error", async () => {
-    const text = JSON.stringify({ model: "echo", messages: [{ role: "user", content: "y".repeat(MAX_BODY * 2) }] })
-    const result = await new Promise<{ status: number; body: string } | { error: string }>((resolve) => {
-      const request = http.request(
-        `${edge.baseURL}/chat/completions`,
-        { method: "POST", headers: { "content-type": "application/json", "transfer-encoding": "chunked" } },
-        (response) => {
-          let body = ""
-          response.setEncoding("utf8")
-          response.on("data", (part: string) => (body += part))
-          response.on("end", () => resolve({ status: response.statusCode ?? 0, body }))
-          response.on("error", () => resolve({ status: response.statusCode ?? 0, body }))
-        }
-      )
-      // A server may answer early and close while the body is still going out: only a missing response counts.
-      request.on("error", (e) => resolve({ error: e.message }))
-      for (let i = 0; i < text.length; i += 4096) request.write(text.slice(i, i + 4096))
-      request.end()
-    })
-    expect(result).toMatchObject({ status: 413 })
-    if ("body" in result && result.body !== "") expectErrorShape(JSON.parse(result.body), "invalid_request_error")
   })
 })

@@ -1,6 +1,6 @@
 import OpenAI from "openai"
 import { afterAll, describe, expect, it } from "vitest"
-import { expectDoneOnce, parseSse, postJson, sseReader, untilContent } from "../support/e2e.js"
+import { eventually, expectDoneOnce, parseSse, postJson, sseReader, untilContent, jsonOf } from "../support/e2e.js"
 import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
 
 /** SIGTERM / SIGINT: refuse new work, let open streams finish within the grace period, cancel the rest, exit 0. */
@@ -19,32 +19,32 @@ const openStream = async (edge: EdgeProcess, text: string) => {
   return reader
 }
 
-describe("graceful shutdown", () => {
+describe.concurrent("graceful shutdown", () => {
   const edges: Array<EdgeProcess> = []
   afterAll(async () => {
-    for (const edge of edges) await edge.stop("SIGKILL")
+    await Promise.all(edges.map((edge) => edge.stop("SIGKILL")))
   })
 
   it("SIGTERM with an open stream: /healthz 503, new requests 503, the stream finishes normally, exit 0", async () => {
     const edge = await startEdge({ config: { models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 20 } }] } })
     edges.push(edge)
-    // ~30 tokens at 20 ms: about 0.6 s, well within the default 10 s grace.
-    const text = words(15)
+    // ~40 words at 20 ms a token: a second or two, well within the default 10 s grace.
+    const text = words(40)
     const reader = await openStream(edge, text)
 
     edge.proc.kill("SIGTERM")
-    // Let the signal land before asking.
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    const health = await fetch(`${edge.url}/healthz`)
-    expect(health.status).toBe(503)
-    await health.text()
+    await eventually(async () => {
+      const health = await fetch(`${edge.url}/healthz`)
+      await health.text()
+      expect(health.status).toBe(503)
+    }, 1_000)
 
     const refused = await postJson(`${edge.baseURL}/chat/completions`, {
       model: "echo",
       messages: [{ role: "user", content: "too late" }]
     })
     expect(refused.status).toBe(503)
-    const body = await refused.json()
+    const body = await jsonOf(refused)
     expect(body.error.type).toBe("service_unavailable")
 
     const client = new OpenAI({ baseURL: edge.baseURL, apiKey: "x", maxRetries: 0 })

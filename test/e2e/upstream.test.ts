@@ -261,6 +261,28 @@ describe("openai provider through a fake upstream", () => {
     expect(choice.message.content ?? "").toBe("")
   })
 
+  it("a native tool call streamed without arguments still gets arguments as a JSON string", async () => {
+    const key = upstream.script("tool no args", {
+      kind: "sse",
+      events: [
+        chunk({ role: "assistant" }),
+        chunk({ tool_calls: [{ index: 0, id: "call_noargs", type: "function", function: { name: "get_time" } }] }),
+        chunk({ finish_reason: "tool_calls" })
+      ]
+    })
+    const completion = await client.chat.completions.create({
+      model: "up",
+      tools: [TIME_TOOL],
+      messages: [{ role: "user", content: key }]
+    })
+    const call = completion.choices[0]!.message.tool_calls?.[0] as OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall
+    expect(call.id).toBe("call_noargs")
+    expect(call.function.name).toBe("get_time")
+    expect(typeof call.function.arguments).toBe("string")
+    expect(() => JSON.parse(call.function.arguments)).not.toThrow()
+    expect(completion.choices[0]!.finish_reason).toBe("tool_calls")
+  })
+
   it("request fields are passed upstream; metadata is not; stream_options.include_usage is always sent", async () => {
     const key = upstream.script("fields", { kind: "sse", events: textStream(["ok"]) })
     await client.chat.completions.create({
@@ -320,6 +342,13 @@ describe("openai provider through a fake upstream", () => {
     for (const field of ["tools", "tool_choice", "temperature", "top_p", "max_tokens", "stop", "seed", "response_format", "metadata"]) {
       expect(b, field).not.toHaveProperty(field)
     }
+  })
+
+  it("max_completion_tokens reaches the upstream as the token limit", async () => {
+    const key = upstream.script("max completion tokens", { kind: "sse", events: textStream(["ok"]) })
+    await client.chat.completions.create({ model: "up", max_completion_tokens: 55, messages: [{ role: "user", content: key }] })
+    const b = upstream.requestsFor(key)[0]!.body as Record<string, unknown>
+    expect(b["max_tokens"] ?? b["max_completion_tokens"]).toBe(55)
   })
 
   it("content-part array messages are passed upstream", async () => {

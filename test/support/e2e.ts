@@ -144,3 +144,6 @@ export const fetchMetrics = async (url: string): Promise<string> => {
   expect(response.status).toBe(200)
   return response.text()
 }
+
+/** The JSON body of a response, untyped (for assertions). */
+export const jsonOf = async (response: Response): Promise<any> => response.json()

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { availableParallelism, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll } from "vitest"
@@ -12,6 +12,8 @@ import { afterAll } from "vitest"
  */
 
 export const BIN = fileURLToPath(new URL("../../dist/bin/main.js", import.meta.url))
+
+const DEFAULT_START_TIMEOUT_MS = Number(process.env["IOP_E2E_START_TIMEOUT_MS"] ?? "") || 10_000
 
 const LISTENING = /"message":"Listening on (http:\/\/[^"]+)"/
 
@@ -26,7 +28,7 @@ export interface StartEdgeOptions {
   readonly configVia?: "flag" | "env"
   /** `--port 0` is added unless this is false or `args` has its own `--port`. */
   readonly ephemeralPort?: boolean
-  /** How long to wait for the Listening line (default 10 s). */
+  /** How long to wait for the Listening line (default 10 s, or `IOP_E2E_START_TIMEOUT_MS` for slow or busy machines). */
   readonly startTimeoutMs?: number
 }
 
@@ -49,6 +51,28 @@ export interface EdgeProcess {
 
 const live = new Set<ChildProcess>()
 const tempDirs = new Set<string>()
+
+/**
+ * Starting the binary costs about a second of CPU (module loading). Tests that
+ * start several at once take turns, at most one per core, so that the start
+ * timeout measures the edge and not the queue.
+ */
+const startSlots = Math.max(1, availableParallelism())
+let startsRunning = 0
+const startQueue: Array<() => void> = []
+const acquireStart = async (): Promise<() => void> => {
+  // A released slot is handed straight to the next waiter.
+  if (startsRunning < startSlots) startsRunning++
+  else await new Promise<void>((resolve) => startQueue.push(resolve))
+  let released = false
+  return () => {
+    if (released) return
+    released = true
+    const next = startQueue.shift()
+    if (next !== undefined) next()
+    else startsRunning--
+  }
+}
 
 /** SIGKILLs every process this module started that is still running; removes temp files. */
 export const killLeftovers = (): void => {
@@ -100,6 +124,7 @@ export const startEdge = async (options: StartEdgeOptions = {}): Promise<EdgePro
   }
   if (options.ephemeralPort !== false && !args.includes("--port")) args.push("--port", "0")
 
+  const release = await acquireStart()
   const proc = spawn(process.execPath, [BIN, ...args], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] })
   live.add(proc)
   let out = ""
@@ -110,16 +135,16 @@ export const startEdge = async (options: StartEdgeOptions = {}): Promise<EdgePro
   const exited = exitPromise(proc)
   exited.then(() => live.delete(proc), () => undefined)
 
-  const timeoutMs = options.startTimeoutMs ?? 10_000
+  const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS
   const url = await new Promise<string>((resolve, reject) => {
-    const fail = (why: string) => {
-      clearTimeout(timer)
-      reject(new Error(`iop edge ${args.join(" ")}: ${why}\n--- stderr ---\n${err}\n--- stdout ---\n${out}`))
-    }
     const timer = setTimeout(() => {
       proc.kill("SIGKILL")
       fail(`no Listening line within ${timeoutMs} ms`)
     }, timeoutMs)
+    const fail = (why: string) => {
+      clearTimeout(timer)
+      reject(new Error(`iop edge ${args.join(" ")}: ${why}\n--- stderr ---\n${err}\n--- stdout ---\n${out}`))
+    }
     proc.stdout?.on("data", (text: string) => {
       out += text
       const match = LISTENING.exec(out)
@@ -130,7 +155,7 @@ export const startEdge = async (options: StartEdgeOptions = {}): Promise<EdgePro
     })
     proc.once("exit", (code, signal) => fail(`exited (code ${code}, signal ${signal}) before listening`))
     proc.once("error", (e) => fail(`could not start: ${e.message}`))
-  })
+  }).finally(release)
   const port = Number(new URL(url).port)
 
   const stop = async (signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> => {
@@ -167,13 +192,14 @@ export interface RunResult {
 
 /**
  * Runs `iop ARGS` to completion (a command that does not end within
- * `timeoutMs` is killed and reported with code null).
+ * `timeoutMs`, default 30 s, is killed and reported with code null).
  */
 export const runIop = async (
   args: ReadonlyArray<string>,
   options: { readonly env?: Record<string, string>; readonly timeoutMs?: number } = {}
 ): Promise<RunResult> => {
   assertBuilt()
+  const release = await acquireStart()
   const proc = spawn(process.execPath, [BIN, ...args], { env: childEnv(options.env), stdio: ["ignore", "pipe", "pipe"] })
   live.add(proc)
   let out = ""
@@ -182,13 +208,14 @@ export const runIop = async (
   proc.stderr?.setEncoding("utf8")
   proc.stdout?.on("data", (text: string) => (out += text))
   proc.stderr?.on("data", (text: string) => (err += text))
-  const timer = setTimeout(() => proc.kill("SIGKILL"), options.timeoutMs ?? 10_000)
+  const timer = setTimeout(() => proc.kill("SIGKILL"), options.timeoutMs ?? 3 * DEFAULT_START_TIMEOUT_MS)
   // Wait for "close" (not "exit"): the pipes are drained by then.
   const code = await new Promise<number | null>((resolve) => {
     proc.once("close", (c) => resolve(c))
     proc.once("error", () => resolve(null))
   })
   clearTimeout(timer)
+  release()
   live.delete(proc)
   return { code, stdout: out, stderr: err, listened: LISTENING.test(out) }
 }

@@ -1,0 +1,86 @@
+import OpenAI from "openai"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { postJson, jsonOf } from "../support/e2e.js"
+import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
+
+/** `server.apiKeys`: every /v1 request needs one of the keys; /healthz and /metrics need none. */
+
+describe("API keys", () => {
+  let edge: EdgeProcess
+  const request = { model: "echo", messages: [{ role: "user" as const, content: "secret handshake" }] }
+
+  const expect401 = async (client: OpenAI) => {
+    try {
+      await client.chat.completions.create(request)
+    } catch (e) {
+      expect(e).toBeInstanceOf(OpenAI.AuthenticationError)
+      const error = e as InstanceType<typeof OpenAI.APIError>
+      expect(error.status).toBe(401)
+      expect(error.type).toBe("authentication_error")
+      expect(error.code).toBe("invalid_api_key")
+      return
+    }
+    throw new Error("expected a 401")
+  }
+
+  beforeAll(async () => {
+    edge = await startEdge({
+      config: {
+        server: { apiKeys: ["sk-local-1", "sk-local-2"] },
+        models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 0 } }]
+      }
+    })
+  })
+  afterAll(async () => {
+    await edge?.stop()
+  })
+
+  it("a wrong API key is a 401 authentication_error / invalid_api_key", async () => {
+    await expect401(new OpenAI({ baseURL: edge.baseURL, apiKey: "sk-wrong", maxRetries: 0 }))
+    // A prefix of a valid key is wrong too.
+    await expect401(new OpenAI({ baseURL: edge.baseURL, apiKey: "sk-local", maxRetries: 0 }))
+  })
+
+  it("a missing Authorization header is a 401 in the OpenAI error shape", async () => {
+    const response = await postJson(`${edge.baseURL}/chat/completions`, request)
+    expect(response.status).toBe(401)
+    const body = await jsonOf(response)
+    expect(body.error).toMatchObject({ type: "authentication_error", code: "invalid_api_key" })
+    expect(typeof body.error.message).toBe("string")
+
+    const models = await fetch(`${edge.baseURL}/models`)
+    expect(models.status).toBe(401)
+  })
+
+  it("a malformed Authorization header (not Bearer, empty key) is a 401", async () => {
+    for (const authorization of ["sk-local-1", "Basic sk-local-1", "Bearer ", "Bearer"]) {
+      const response = await postJson(`${edge.baseURL}/chat/completions`, request, { authorization })
+      expect(response.status, authorization).toBe(401)
+      await response.text()
+    }
+  })
+
+  it("a stream request with a wrong key is refused with 401 before any event", async () => {
+    const response = await postJson(`${edge.baseURL}/chat/completions`, { ...request, stream: true }, { authorization: "Bearer nope" })
+    expect(response.status).toBe(401)
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/)
+    await response.text()
+  })
+
+  it("any of the configured keys is accepted (200)", async () => {
+    for (const apiKey of ["sk-local-1", "sk-local-2"]) {
+      const client = new OpenAI({ baseURL: edge.baseURL, apiKey, maxRetries: 0 })
+      const completion = await client.chat.completions.create(request)
+      expect(completion.choices[0]!.message.content).toBe("secret handshake")
+      const models = await client.models.list()
+      expect(models.data.map((m) => m.id)).toEqual(["echo"])
+    }
+  })
+
+  it("/healthz and /metrics need no key", async () => {
+    expect((await fetch(`${edge.url}/healthz`)).status).toBe(200)
+    const metrics = await fetch(`${edge.url}/metrics`)
+    expect(metrics.status).toBe(200)
+    expect(await metrics.text()).toContain("iop_chat_requests_total")
+  })
+})
