@@ -1,10 +1,9 @@
 import type * as HttpClient from "@effect/platform/HttpClient"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
-import * as Schema from "effect/Schema"
+import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
+import * as Take from "effect/Take"
 import type { ModelConfig } from "../config/EdgeConfig.js"
 import * as Echo from "../providers/echo/Echo.js"
 import * as OpenAiProvider from "../providers/openai/OpenAiProvider.js"
@@ -28,8 +27,6 @@ export interface Node {
   readonly cancelAll: (message: string) => Effect.Effect<void>
   readonly activeRuns: Effect.Effect<number>
 }
-
-class RunCancelled extends Schema.TaggedError<RunCancelled>()("RunCancelled", { message: Schema.String }) {}
 
 export const makeProvider = (model: ModelConfig): Effect.Effect<Provider, never, HttpClient.HttpClient> => {
   const p = model.provider
@@ -55,46 +52,45 @@ export const make = (options: {
   Effect.gen(function* () {
     const providers = new Map<string, Provider>()
     for (const model of options.models) providers.set(model.id, yield* makeProvider(model))
-    const active = yield* Ref.make(new Map<RunId, Deferred.Deferred<never, RunCancelled>>())
 
-    const track = (runId: RunId) =>
-      Effect.acquireRelease(
-        Deferred.make<never, RunCancelled>().pipe(
-          Effect.tap((cancel) => Ref.update(active, (m) => new Map(m).set(runId, cancel)))
-        ),
-        () =>
-          Ref.update(active, (m) => {
-            const next = new Map(m)
-            next.delete(runId)
-            return next
-          })
-      )
+    const cancellers = new Map<RunId, (message: string) => Effect.Effect<void>>()
 
-    const execute = (runId: RunId, request: SubmitRunRequest): Stream.Stream<RunEvent.RunEvent> =>
-      Option.match(Option.fromNullable(providers.get(request.model)), {
-        onNone: () => Stream.make(RunEvent.failed(`node ${options.id} does not serve model "${request.model}"`)),
-        onSome: (provider) =>
-          Stream.unwrapScoped(
-            track(runId).pipe(
-              Effect.map((cancel) =>
-                provider.run(request).pipe(
-                  Stream.catchAll((e) => Stream.make(RunEvent.failed(e.message))),
-                  Stream.concat(Stream.make(RunEvent.failed("provider ended the run without completing it"))),
-                  Stream.takeUntil(RunEvent.isTerminal),
-                  Stream.interruptWhen(Deferred.await(cancel)),
-                  Stream.catchAll((e) => Stream.make(RunEvent.cancelled(e.message)))
-                )
-              )
-            )
+    /**
+     * The provider runs in a fiber of its own, feeding a queue the caller
+     * reads: cancelling interrupts that fiber (aborting the upstream request)
+     * and ends the queue with a Cancelled event, with no per-event cost; the
+     * caller leaving closes the scope, which interrupts the fiber too.
+     */
+    const run = (runId: RunId, provider: Provider, request: SubmitRunRequest) =>
+      Effect.gen(function* () {
+        const queue = yield* Effect.acquireRelease(Queue.bounded<Take.Take<RunEvent.RunEvent>>(32), Queue.shutdown)
+        const producer = yield* provider.run(request).pipe(
+          Stream.catchAll((e) => Stream.make(RunEvent.failed(e.message))),
+          Stream.concat(Stream.make(RunEvent.failed("provider ended the run without completing it"))),
+          Stream.takeUntil(RunEvent.isTerminal),
+          Stream.runIntoQueue(queue),
+          Effect.forkScoped
+        )
+        const cancel = (message: string) =>
+          Fiber.interrupt(producer).pipe(
+            Effect.zipRight(Queue.offerAll(queue, [Take.of(RunEvent.cancelled(message)), Take.end]))
           )
+        yield* Effect.acquireRelease(
+          Effect.sync(() => cancellers.set(runId, cancel)),
+          () => Effect.sync(() => cancellers.delete(runId))
+        )
+        return Stream.fromQueue(queue).pipe(Stream.flattenTake)
       })
 
+    const execute = (runId: RunId, request: SubmitRunRequest): Stream.Stream<RunEvent.RunEvent> => {
+      const provider = providers.get(request.model)
+      return provider === undefined
+        ? Stream.make(RunEvent.failed(`node ${options.id} does not serve model "${request.model}"`))
+        : Stream.unwrapScoped(run(runId, provider, request))
+    }
+
     const cancelAll = (message: string) =>
-      Ref.get(active).pipe(
-        Effect.flatMap((m) =>
-          Effect.forEach(m.values(), (d) => Deferred.fail(d, new RunCancelled({ message })), { discard: true })
-        )
-      )
+      Effect.forEach(Array.from(cancellers.values()), (cancel) => cancel(message), { discard: true })
 
     return {
       id: options.id,
@@ -102,6 +98,6 @@ export const make = (options: {
       maxConcurrentRuns: options.maxConcurrentRuns,
       execute,
       cancelAll,
-      activeRuns: Ref.get(active).pipe(Effect.map((m) => m.size))
+      activeRuns: Effect.sync(() => cancellers.size)
     } satisfies Node
   })

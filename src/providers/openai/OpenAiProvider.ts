@@ -70,7 +70,8 @@ export const make = (options: Options): Effect.Effect<Provider, never, HttpClien
     const run = (request: SubmitRunRequest): Stream.Stream<RunEvent.RunEvent> =>
       inputs(request).pipe(
         Stream.mapAccum(initialState, Mapper.feed),
-        Stream.flattenIterables,
+        // mapConcat keeps the upstream read's events in one chunk (flattenIterables would emit one chunk per event).
+        Stream.mapConcat((events) => events),
         Stream.takeUntil(RunEvent.isTerminal),
         Stream.withSpan("OpenAiProvider.run", {
           attributes: { "iop.model": request.model, "iop.upstream_model": options.upstreamModel }

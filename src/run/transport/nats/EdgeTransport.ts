@@ -1,0 +1,279 @@
+import type { Msg } from "@nats-io/transport-node"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SynchronizedRef from "effect/SynchronizedRef"
+import { randomBytes } from "node:crypto"
+import type { ModelConfig } from "../../../config/EdgeConfig.js"
+import { type NodeConnection, NodeRegistry } from "../../NodeRegistry.js"
+import * as RunEvent from "../../RunEvent.js"
+import type { NodeId, RunId } from "../../RunEvent.js"
+import type { SubmitRunRequest } from "../../SubmitRunRequest.js"
+import type { BusConfig, BusConnectFailed } from "./NatsBus.js"
+import * as NatsBus from "./NatsBus.js"
+import { NatsConnection } from "./NatsBus.js"
+import * as P from "./protocol.js"
+
+/** The node refused the run or did not answer: nothing ran, so another node may be tried. */
+export class NodeUnavailable extends Schema.TaggedError<NodeUnavailable>()("NodeUnavailable", {
+  nodeId: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `node ${this.nodeId} is unavailable: ${this.reason}`
+  }
+}
+
+export interface RemoteNode {
+  readonly edgeId: string
+  readonly nodeId: NodeId
+  /** How long to wait for the node's Accepted / Refused. */
+  readonly replyTimeoutMs: number
+}
+
+/** An event of the run, and whether the node sent it (the edge also ends runs it cannot trust). */
+interface Received {
+  readonly event: RunEvent.RunEvent
+  readonly fromNode: boolean
+}
+
+const local = (message: string): Received => ({ event: RunEvent.failed(message), fromNode: false })
+
+const receive = (nodeId: NodeId, runId: RunId) => (state: P.SeqState, msg: Msg): readonly [P.SeqState, Received] => {
+  const decoded = P.decode.runEvent(msg.data)
+  if (decoded._tag !== "Ok") return [state, local(`node ${nodeId} sent an unreadable event: ${P.describeRejection(decoded)}`)]
+  if (decoded.value.runId !== runId) return [state, local(`node ${nodeId} sent an event of another run`)]
+  const next = P.accept(state, decoded.value.seq)
+  if (next._tag !== "Ok") return [state, local(P.describeSeqError(next))]
+  return [next.state, { event: decoded.value.event, fromNode: true }]
+}
+
+/**
+ * Starts a run on a node and streams its events. Subscribes to the run's
+ * events subject before asking, so no event can be missed; a refusal or no
+ * reply fails with NodeUnavailable. Events are sequence-checked: a lost or
+ * repeated event ends the run with Failed instead of emitting wrong text.
+ * Leaving early (interruption, a broken stream, a late accept after a
+ * timeout) sends RunCancel, which aborts the node's upstream request.
+ */
+export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) =>
+(runId: RunId, request: SubmitRunRequest): Stream.Stream<RunEvent.RunEvent, NodeUnavailable> =>
+  Stream.unwrapScoped(
+    Effect.gen(function* () {
+      const S = P.subjects(bus.subjectPrefix)
+      const unavailable = (reason: string) => new NodeUnavailable({ nodeId: remote.nodeId, reason })
+      const eventsSubject = S.events(remote.edgeId, runId)
+      const messages = yield* bus.subscribe(eventsSubject).pipe(Effect.mapError((e) => unavailable(e.message)))
+      // "done": the node finished the run or never took it; nothing to cancel then.
+      const done = yield* Ref.make(false)
+      yield* Effect.addFinalizer((exit) =>
+        Ref.get(done).pipe(
+          Effect.flatMap((finished) =>
+            finished ? Effect.void : bus.publishEncoded(S.cancel(remote.nodeId), P.encode.runCancel, {
+              v: 1,
+              runId,
+              reason: Exit.isInterrupted(exit) ? "cancelled by the edge" : "the edge stopped reading the run"
+            })
+          ),
+          Effect.ignore
+        )
+      )
+      const start = P.encode.runStart({ v: 1, runId, edgeId: remote.edgeId, request, eventsSubject })
+      if (Either.isLeft(start)) {
+        yield* Ref.set(done, true)
+        return yield* Effect.fail(unavailable(`cannot encode the run: ${start.left}`))
+      }
+      const reply = yield* bus.request(S.run(remote.nodeId), start.right, remote.replyTimeoutMs).pipe(
+        Effect.mapError((e) =>
+          unavailable(
+            e.reason === "timeout"
+              ? `no reply within ${remote.replyTimeoutMs} ms`
+              : e.reason === "no responders"
+              ? "not listening"
+              : e.detail
+          )
+        )
+      )
+      const decoded = P.decode.runReply(reply.data)
+      if (decoded._tag !== "Ok") return yield* Effect.fail(unavailable(`bad reply: ${P.describeRejection(decoded)}`))
+      if (decoded.value._tag === "RunRefused") {
+        yield* Ref.set(done, true)
+        return yield* Effect.fail(unavailable(decoded.value.reason))
+      }
+      return messages.pipe(
+        Stream.mapAccum(P.initial(), receive(remote.nodeId, runId)),
+        Stream.catchAll((e) => Stream.succeed(local(`lost the run's event subscription: ${e.message}`))),
+        Stream.takeUntil((r) => RunEvent.isTerminal(r.event)),
+        Stream.tap((r) => (r.fromNode && RunEvent.isTerminal(r.event) ? Ref.set(done, true) : Effect.void)),
+        Stream.map((r) => r.event)
+      )
+    })
+  )
+
+// ---------------------------------------------------------------------------
+// Discovery
+
+export interface Discovery {
+  readonly edgeId: string
+  /** The models each live node announced (upstream secrets removed), by node. */
+  readonly announcedModels: Effect.Effect<ReadonlyMap<NodeId, ReadonlyArray<ModelConfig>>>
+  /** The config of a model some live node announces, for the chat plane's output options. */
+  readonly findModel: (modelId: string) => Effect.Effect<Option.Option<ModelConfig>>
+}
+
+export class NatsDiscovery extends Context.Tag("@iop/edge/NatsDiscovery")<NatsDiscovery, Discovery>() {}
+
+export interface DiscoverOptions {
+  readonly bus: BusConfig
+  /** This edge's id on the bus (default: random); a subject token. */
+  readonly edgeId?: string
+}
+
+interface Known {
+  readonly instanceId: string
+  readonly lastSeen: number
+  readonly announce: P.NodeAnnounce
+  readonly scope: Scope.CloseableScope
+}
+
+export const newEdgeId = (): string => `edge_${randomBytes(8).toString("base64url")}`
+
+/**
+ * Keeps the NodeRegistry in step with the nodes on the bus: a node is
+ * registered at its first announcement, and unregistered (its runs fail with
+ * `node disconnected`) when it leaves, restarts, or is silent for
+ * `nodeTimeoutMs`. Publishes this edge's heartbeat, which nodes use to stop
+ * the runs of an edge that vanished.
+ */
+export const discover = (
+  options: DiscoverOptions
+): Effect.Effect<Discovery, never, Scope.Scope | NatsConnection | NodeRegistry> =>
+  Effect.gen(function* () {
+    const bus = yield* NatsConnection
+    const registry = yield* NodeRegistry
+    const outer = yield* Effect.scope
+    const edgeId = options.edgeId ?? newEdgeId()
+    if (!P.isSubjectToken(edgeId)) return yield* Effect.dieMessage(`edge id "${edgeId}" cannot be used in NATS subjects`)
+    const S = P.subjects(bus.subjectPrefix)
+    const timeoutMs = options.bus.nodeTimeoutMs
+    const known = yield* SynchronizedRef.make(new Map<NodeId, Known>())
+
+    const connection = (a: P.NodeAnnounce): NodeConnection => {
+      const start = remoteStart(bus, { edgeId, nodeId: a.nodeId, replyTimeoutMs: timeoutMs })
+      return {
+        id: a.nodeId,
+        models: a.models.map((m) => m.id),
+        maxConcurrentRuns: a.maxConcurrentRuns,
+        // Until RunError includes NodeUnavailable (see the report), a refusal reaches the caller as a failed run.
+        start: (runId, request) =>
+          start(runId, request).pipe(Stream.catchTag("NodeUnavailable", (e) => Stream.make(RunEvent.failed(e.message))))
+      }
+    }
+
+    const drop = (nodeId: NodeId, why: string) => (m: Map<NodeId, Known>) =>
+      Effect.gen(function* () {
+        const k = m.get(nodeId)
+        if (k === undefined) return m
+        yield* Scope.close(k.scope, Exit.void)
+        yield* Effect.logInfo(`node ${why}`).pipe(Effect.annotateLogs({ nodeId }))
+        const next = new Map(m)
+        next.delete(nodeId)
+        return next
+      })
+
+    const onAnnounce = (a: P.NodeAnnounce) =>
+      SynchronizedRef.updateEffect(known, (m) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const prev = m.get(a.nodeId)
+          if (prev !== undefined && prev.instanceId === a.instanceId) {
+            return new Map(m).set(a.nodeId, { ...prev, lastSeen: now, announce: a })
+          }
+          // A restarted node lost the runs of its previous life: fail them now.
+          const current = prev === undefined ? m : yield* drop(a.nodeId, "restarted")(m)
+          if (a.draining) return current
+          const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
+          yield* registry.register(connection(a)).pipe(Scope.extend(scope))
+          yield* Effect.logInfo("node joined").pipe(
+            Effect.annotateLogs({ nodeId: a.nodeId, models: a.models.map((x) => x.id).join(",") })
+          )
+          return new Map(current).set(a.nodeId, { instanceId: a.instanceId, lastSeen: now, announce: a, scope })
+        })
+      )
+
+    const onLeave = (l: P.NodeLeave) =>
+      SynchronizedRef.updateEffect(known, (m) =>
+        m.get(l.nodeId)?.instanceId === l.instanceId ? drop(l.nodeId, "left")(m) : Effect.succeed(m)
+      )
+
+    const watchNodes = SynchronizedRef.updateEffect(known, (m) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        let next = m
+        for (const [nodeId, k] of m) {
+          if (now - k.lastSeen > timeoutMs) next = yield* drop(nodeId, "missed its heartbeats")(next)
+        }
+        return next
+      })
+    )
+
+    const handle = <A>(decode: (bytes: Uint8Array) => P.Decoded<A>, f: (a: A) => Effect.Effect<void>) => (msg: Msg) => {
+      const decoded = decode(msg.data)
+      return decoded._tag === "Ok" ? f(decoded.value) : Effect.logDebug("ignored a bus message", P.describeRejection(decoded))
+    }
+
+    const announcements = yield* bus.subscribe(S.announce).pipe(Effect.orDie)
+    const leaves = yield* bus.subscribe(S.leave).pipe(Effect.orDie)
+    yield* Stream.merge(
+      announcements.pipe(Stream.mapEffect(handle(P.decode.announce, onAnnounce))),
+      leaves.pipe(Stream.mapEffect(handle(P.decode.leave, onLeave)))
+    ).pipe(
+      Stream.runDrain,
+      Effect.catchAll((e) => Effect.logError("node discovery subscription ended", e.message)),
+      Effect.forkScoped
+    )
+
+    const heartbeat = bus.publishEncoded(S.edgeHeartbeat, P.encode.edgeHeartbeat, { v: 1, edgeId }).pipe(
+      Effect.catchAll((e) => Effect.logDebug("cannot publish the edge heartbeat", e.message))
+    )
+    yield* heartbeat.pipe(Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(timeoutMs / 3))))), Effect.forkScoped)
+    yield* watchNodes.pipe(Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(timeoutMs / 4))))), Effect.forkScoped)
+    yield* Effect.logInfo("edge discovering nodes over NATS").pipe(Effect.annotateLogs({ edgeId }))
+
+    const announcedModels = SynchronizedRef.get(known).pipe(
+      Effect.map((m): ReadonlyMap<NodeId, ReadonlyArray<ModelConfig>> =>
+        new Map(Array.from(m, ([id, k]) => [id, k.announce.models]))
+      )
+    )
+    const findModel = (modelId: string) =>
+      SynchronizedRef.get(known).pipe(
+        Effect.map((m) => {
+          for (const k of m.values()) {
+            const model = k.announce.models.find((x) => x.id === modelId)
+            if (model !== undefined) return Option.some(model)
+          }
+          return Option.none()
+        })
+      )
+
+    return { edgeId, announcedModels, findModel } satisfies Discovery
+  })
+
+/** The edge's side of the bus: connection, discovery and heartbeat, for as long as the layer lives. */
+export const edgeLayer = (
+  options: DiscoverOptions
+): Layer.Layer<NatsDiscovery, BusConnectFailed, NodeRegistry> =>
+  Layer.scoped(NatsDiscovery, discover(options)).pipe(
+    Layer.provide(NatsBus.layer(options.bus, { name: `iop-edge-${options.edgeId ?? "edge"}` }))
+  )

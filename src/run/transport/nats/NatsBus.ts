@@ -1,0 +1,257 @@
+import {
+  connect,
+  credsAuthenticator,
+  errors,
+  type Msg,
+  type NatsConnection as Client,
+  type NodeConnectionOptions
+} from "@nats-io/transport-node"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { readFile } from "node:fs/promises"
+import { SubjectPrefix } from "./protocol.js"
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+
+export const NatsTlsConfig = Schema.Struct({
+  caFile: Schema.optional(Schema.String),
+  certFile: Schema.optional(Schema.String),
+  keyFile: Schema.optional(Schema.String)
+})
+
+export const NatsConfig = Schema.Struct({
+  servers: Schema.optionalWith(Schema.NonEmptyArray(Schema.String), { default: () => ["nats://127.0.0.1:4222"] }),
+  subjectPrefix: Schema.optionalWith(SubjectPrefix, { default: () => "iop" }),
+  user: Schema.optional(Schema.String),
+  pass: Schema.optional(Schema.Redacted(Schema.String)),
+  token: Schema.optional(Schema.Redacted(Schema.String)),
+  /** A NATS `.creds` file (user JWT and nkey seed), read at connect. */
+  credsFile: Schema.optional(Schema.String),
+  /** Present (even `{}`): TLS is required. */
+  tls: Schema.optional(NatsTlsConfig)
+}).pipe(
+  Schema.filter((c) =>
+    c.pass !== undefined && c.user === undefined ? { path: ["pass"], message: "`pass` needs `user`" } : true
+  )
+)
+export type NatsConfig = typeof NatsConfig.Type
+
+/** The `bus` section of an edge's or a node's config. */
+export const BusConfig = Schema.Struct({
+  nats: Schema.optionalWith(NatsConfig, { default: () => Schema.decodeSync(NatsConfig)({}) }),
+  /** A node silent this long is gone; so is an edge, for the runs it started. */
+  nodeTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 3000 })
+})
+export type BusConfig = typeof BusConfig.Type
+
+/** Client knobs that are not part of the config file (tests shorten them). */
+export interface ClientTuning {
+  readonly name?: string
+  readonly reconnectTimeWaitMs?: number
+}
+
+export class BusConnectFailed extends Schema.TaggedError<BusConnectFailed>()("BusConnectFailed", {
+  servers: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `cannot connect to NATS at ${this.servers}: ${this.reason}`
+  }
+}
+
+export class BusError extends Schema.TaggedError<BusError>()("BusError", {
+  operation: Schema.String,
+  subject: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `NATS ${this.operation} on ${this.subject} failed: ${this.reason}`
+  }
+}
+
+export class BusRequestFailed extends Schema.TaggedError<BusRequestFailed>()("BusRequestFailed", {
+  subject: Schema.String,
+  reason: Schema.Literal("timeout", "no responders", "failed"),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `NATS request on ${this.subject} failed: ${this.reason === "failed" ? this.detail : this.reason}`
+  }
+}
+
+export declare namespace NatsConnection {
+  export interface Service {
+    /** The underlying client, for what this service does not wrap. */
+    readonly client: Client
+    readonly subjectPrefix: string
+    readonly publish: (subject: string, data: Uint8Array) => Effect.Effect<void, BusError>
+    /** Publishes a message encoded by `encode`; an encoding failure is a BusError like a failed publish. */
+    readonly publishEncoded: <A>(
+      subject: string,
+      encode: (value: A) => Either.Either<Uint8Array, string>,
+      value: A
+    ) => Effect.Effect<void, BusError>
+    /**
+     * Subscribes at once (the server sees the interest before anything this
+     * connection publishes next); messages queue until the stream is read.
+     * Unsubscribes when the scope closes.
+     */
+    readonly subscribe: (subject: string) => Effect.Effect<Stream.Stream<Msg, BusError>, BusError, Scope.Scope>
+    readonly request: (subject: string, data: Uint8Array, timeoutMs: number) => Effect.Effect<Msg, BusRequestFailed>
+    readonly flush: Effect.Effect<void, BusError>
+  }
+}
+
+export class NatsConnection extends Context.Tag("@iop/edge/NatsConnection")<NatsConnection, NatsConnection.Service>() {}
+
+const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+const connectOptions = (config: BusConfig, tuning: ClientTuning) =>
+  Effect.gen(function* () {
+    const nats = config.nats
+    const servers = nats.servers.join(", ")
+    const creds =
+      nats.credsFile === undefined
+        ? undefined
+        : yield* Effect.tryPromise({
+          try: () => readFile(nats.credsFile ?? ""),
+          catch: (e) => new BusConnectFailed({ servers, reason: `cannot read credsFile: ${reasonOf(e)}` })
+        })
+    const options: NodeConnectionOptions = {
+      servers: [...nats.servers],
+      // A long-lived service: keep reconnecting; liveness is judged by heartbeats, not by the socket.
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: tuning.reconnectTimeWaitMs ?? 1000,
+      ...(tuning.name !== undefined ? { name: tuning.name } : {}),
+      ...(nats.user !== undefined ? { user: nats.user } : {}),
+      ...(nats.pass !== undefined ? { pass: Redacted.value(nats.pass) } : {}),
+      ...(nats.token !== undefined ? { token: Redacted.value(nats.token) } : {}),
+      ...(creds !== undefined ? { authenticator: credsAuthenticator(new Uint8Array(creds)) } : {}),
+      ...(nats.tls !== undefined
+        ? {
+          tls: {
+            ...(nats.tls.caFile !== undefined ? { caFile: nats.tls.caFile } : {}),
+            ...(nats.tls.certFile !== undefined ? { certFile: nats.tls.certFile } : {}),
+            ...(nats.tls.keyFile !== undefined ? { keyFile: nats.tls.keyFile } : {})
+          }
+        }
+        : {})
+    }
+    return options
+  })
+
+const close = (client: Client) =>
+  Effect.suspend(() =>
+    client.isClosed()
+      ? Effect.void
+      : Effect.tryPromise(() => client.drain()).pipe(
+        // Release runs uninterruptibly; the timeout needs the drain to be interruptible.
+        Effect.interruptible,
+        Effect.timeout(Duration.seconds(2)),
+        Effect.ignore,
+        // A drain that could not finish (server gone) still must not leave the socket open.
+        Effect.zipRight(Effect.tryPromise(() => client.close()).pipe(Effect.ignore))
+      )
+  )
+
+const classify = (subject: string, e: unknown): BusRequestFailed => {
+  const noResponders = e instanceof errors.NoRespondersError ||
+    (e instanceof errors.RequestError && e.isNoResponders())
+  if (noResponders) return new BusRequestFailed({ subject, reason: "no responders", detail: reasonOf(e) })
+  if (e instanceof errors.TimeoutError) return new BusRequestFailed({ subject, reason: "timeout", detail: reasonOf(e) })
+  return new BusRequestFailed({ subject, reason: "failed", detail: reasonOf(e) })
+}
+
+/** Connects; drains and closes the connection when the scope closes. */
+export const make = (
+  config: BusConfig,
+  tuning: ClientTuning = {}
+): Effect.Effect<NatsConnection.Service, BusConnectFailed, Scope.Scope> =>
+  Effect.gen(function* () {
+    const servers = config.nats.servers.join(", ")
+    const options = yield* connectOptions(config, tuning)
+    const client = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => connect(options),
+        catch: (e) => new BusConnectFailed({ servers, reason: reasonOf(e) })
+      }),
+      close
+    )
+    yield* Stream.fromAsyncIterable(client.status(), (e) => e).pipe(
+      Stream.runForEach((s) =>
+        s.type === "disconnect" || s.type === "reconnect"
+          ? Effect.logInfo(`NATS ${s.type}`).pipe(Effect.annotateLogs({ server: s.server }))
+          : Effect.void
+      ),
+      Effect.ignore,
+      Effect.forkScoped
+    )
+
+    const publish = (subject: string, data: Uint8Array) =>
+      Effect.try({
+        try: () => client.publish(subject, data),
+        catch: (e) => new BusError({ operation: "publish", subject, reason: reasonOf(e) })
+      })
+
+    const publishEncoded = <A>(subject: string, encode: (value: A) => Either.Either<Uint8Array, string>, value: A) =>
+      Either.match(encode(value), {
+        onLeft: (reason) => Effect.fail(new BusError({ operation: "encode", subject, reason })),
+        onRight: (data) => publish(subject, data)
+      })
+
+    const subscribe = (subject: string) =>
+      Effect.gen(function* () {
+        const mailbox = yield* Mailbox.make<Msg, BusError>()
+        yield* Effect.acquireRelease(
+          Effect.try({
+            try: () =>
+              client.subscribe(subject, {
+                callback: (err, msg) => {
+                  if (err === null) mailbox.unsafeOffer(msg)
+                  else mailbox.unsafeDone(Exit.fail(new BusError({ operation: "subscribe", subject, reason: err.message })))
+                }
+              }),
+            catch: (e) => new BusError({ operation: "subscribe", subject, reason: reasonOf(e) })
+          }),
+          (sub) =>
+            Effect.try(() => sub.unsubscribe()).pipe(
+              Effect.ignore,
+              Effect.zipRight(mailbox.end)
+            )
+        )
+        return Mailbox.toStream(mailbox)
+      })
+
+    const request = (subject: string, data: Uint8Array, timeoutMs: number) =>
+      Effect.tryPromise({
+        try: () => client.request(subject, data, { timeout: timeoutMs }),
+        catch: (e) => classify(subject, e)
+      })
+
+    const flush = Effect.tryPromise({
+      try: () => client.flush(),
+      catch: (e) => new BusError({ operation: "flush", subject: "", reason: reasonOf(e) })
+    })
+
+    return {
+      client,
+      subjectPrefix: config.nats.subjectPrefix,
+      publish,
+      publishEncoded,
+      subscribe,
+      request,
+      flush
+    } satisfies NatsConnection.Service
+  })
+
+export const layer = (config: BusConfig, tuning?: ClientTuning): Layer.Layer<NatsConnection, BusConnectFailed> =>
+  Layer.scoped(NatsConnection, make(config, tuning))
