@@ -2,6 +2,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import * as Predicate from "effect/Predicate"
@@ -67,11 +68,22 @@ export const make = (options: Options): Effect.Effect<Provider, never, HttpClien
         )
       )
 
+    // One stage folds a whole upstream read through the pure mapper: every stream stage costs per chunk, and a
+    // paced upstream sends one event per chunk. The state is local to this run's stream.
     const run = (request: SubmitRunRequest): Stream.Stream<RunEvent.RunEvent> =>
-      inputs(request).pipe(
-        Stream.mapAccum(initialState, Mapper.feed),
-        // mapConcat keeps the upstream read's events in one chunk (flattenIterables would emit one chunk per event).
-        Stream.mapConcat((events) => events),
+      Stream.suspend(() => {
+        let state = initialState
+        const fold = (inputs: Chunk.Chunk<Mapper.StreamInput>): Chunk.Chunk<RunEvent.RunEvent> => {
+          const out: Array<RunEvent.RunEvent> = []
+          for (const input of inputs) {
+            const [next, events] = Mapper.feed(state, input)
+            state = next
+            for (const e of events) out.push(e)
+          }
+          return Chunk.unsafeFromArray(out)
+        }
+        return inputs(request).pipe(Stream.mapChunks(fold))
+      }).pipe(
         Stream.takeUntil(RunEvent.isTerminal),
         Stream.withSpan("OpenAiProvider.run", {
           attributes: { "iop.model": request.model, "iop.upstream_model": options.upstreamModel }
@@ -87,9 +99,13 @@ const transportFailed = (message: string): Mapper.StreamInput => ({ _tag: "Trans
 const bodyInputs = (response: HttpClientResponse.HttpClientResponse): Stream.Stream<Mapper.StreamInput> =>
   Stream.suspend(() => {
     const decoder = makeUpstreamDecoder()
+    const text = new TextDecoder()
     return response.stream.pipe(
-      Stream.decodeText(),
-      Stream.mapConcat(decoder.feed),
+      Stream.mapChunks((reads) => {
+        const out: Array<Mapper.StreamInput> = []
+        for (const bytes of reads) for (const input of decoder.feed(text.decode(bytes, { stream: true }))) out.push(input)
+        return Chunk.unsafeFromArray(out)
+      }),
       Stream.concat(Stream.make(Mapper.END)),
       Stream.catchAll((error) => Stream.make(transportFailed(`upstream stream broke: ${describeError(error)}`)))
     )
