@@ -12,6 +12,10 @@ export interface Outcome {
   readonly tokens: number
   /** Request sent → first content token, in ms (NaN if none came). */
   readonly ttftMs: number
+  /** Response body reads (`data` events) at the client: how finely the relay split its writes. */
+  readonly reads: number
+  /** What went wrong, when not ok. */
+  readonly error: string | undefined
 }
 
 const CONTENT = "\"content\":\""
@@ -51,13 +55,18 @@ export const streamOnce = (port: number, agent: Agent, body: string, timeoutMs: 
   new Promise((resolve) => {
     let tokens = 0
     let ttftMs = Number.NaN
+    let reads = 0
+    let head = ""
     let done = false
     let settled = false
-    const finish = (ok: boolean) => {
+    const finish = (error: string | undefined) => {
       if (settled) return
       settled = true
       clearTimeout(timer)
-      resolve({ ok: ok && done, tokens, ttftMs })
+      const problem = error ?? (done ? undefined : "stream ended without [DONE]")
+      // A stream without a single token usually carries the relay's error event: keep its start to show it.
+      const shown = problem ?? (tokens === 0 ? `no tokens; body: ${head.replace(/\s+/g, " ")}` : undefined)
+      resolve({ ok: problem === undefined, tokens, ttftMs, reads, error: shown })
     }
     const onToken = () => {
       if (tokens++ === 0) ttftMs = performance.now() - started
@@ -70,19 +79,21 @@ export const streamOnce = (port: number, agent: Agent, body: string, timeoutMs: 
     req.on("response", (res) => {
       if (res.statusCode !== 200) {
         res.resume()
-        res.on("end", () => finish(false))
+        res.on("end", () => finish(`HTTP ${res.statusCode}`))
         return
       }
       let pending = ""
       res.setEncoding("utf8")
       res.on("data", (text: string) => {
+        reads++
+        if (head.length < 300) head = (head + text).slice(0, 300)
         pending = scan(pending + text, onToken, onDone)
       })
-      res.on("end", () => finish(true))
-      res.on("error", () => finish(false))
-      res.on("close", () => finish(res.complete))
+      res.on("end", () => finish(undefined))
+      res.on("error", (e) => finish(`response: ${e.message}`))
+      res.on("close", () => finish(res.complete ? undefined : "response closed early"))
     })
-    req.on("error", () => finish(false))
+    req.on("error", (e) => finish(`request: ${e.message}`))
     const timer = setTimeout(() => req.destroy(new Error("timeout")), timeoutMs)
     req.end(body)
   })
@@ -95,6 +106,9 @@ export interface LoadResult {
   readonly elapsedMs: number
   /** TTFT of every good request, in ms. */
   readonly ttfts: ReadonlyArray<number>
+  readonly clientReads: number
+  /** The distinct error messages (at most 5). */
+  readonly errorSamples: ReadonlyArray<string>
 }
 
 /**
@@ -110,9 +124,11 @@ export const runLoad = async (options: {
 }): Promise<LoadResult> => {
   const agent = new Agent({ keepAlive: true })
   const ttfts: Array<number> = []
+  const errorSamples = new Set<string>()
   let requests = 0
   let errors = 0
   let tokens = 0
+  let clientReads = 0
   const started = performance.now()
   const deadline = started + options.durationMs
   const client = async () => {
@@ -121,14 +137,21 @@ export const runLoad = async (options: {
       const outcome = await streamOnce(options.port, agent, options.body, 30_000)
       requests++
       tokens += outcome.tokens
-      if (outcome.ok && outcome.tokens === options.expectTokens) ttfts.push(outcome.ttftMs)
-      else errors++
+      clientReads += outcome.reads
+      const error = outcome.tokens === options.expectTokens
+        ? outcome.error
+        : `${outcome.tokens} of ${options.expectTokens} tokens${outcome.error === undefined ? "" : `: ${outcome.error}`}`
+      if (error === undefined) ttfts.push(outcome.ttftMs)
+      else {
+        errors++
+        if (errorSamples.size < 5) errorSamples.add(error)
+      }
     }
   }
   await Promise.all(Array.from({ length: options.concurrency }, client))
   const elapsedMs = performance.now() - started
   agent.destroy()
-  return { requests, ok: requests - errors, errors, tokens, elapsedMs, ttfts }
+  return { requests, ok: requests - errors, errors, tokens, elapsedMs, ttfts, clientReads, errorSamples: [...errorSamples] }
 }
 
 export interface IdleStreams {

@@ -6,6 +6,7 @@
  * `bench/results.json`. `BENCH_PROFILE=1` also CPU-profiles the edge during
  * the throughput runs and prints where its time goes.
  */
+import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { dirname, join, resolve } from "node:path"
@@ -33,16 +34,24 @@ import { measureToolTextThroughput, type ToolTextFigures } from "./toolText.js"
 
 const TOKENS = 256
 const ROUNDS = 2
-const RUN_MS = 3_000
-const WARMUP_MS = 1_500
+const RUN_MS = 2_000
+/** Upstream delay between tokens in the paced scenario: 200 tokens/s per stream, a fast model. */
+const PACE_MS = 5
+const WARMUP_MS = 1_000
 const IDLE_STREAMS = 1_000
+const CANCEL_WAIT_MS = 8_000
+/** The whole bench normally takes under three minutes; past this something hangs: kill everything and fail. */
+const WATCHDOG_MS = 8 * 60_000
 
-/** Burst: the upstream writes all events at once. Paced: one event per upstream event-loop turn, so one per read. */
+/**
+ * Burst: the upstream writes all events at once (a relay slower than that gets them batched per read).
+ * Paced: PACE_MS between events, so a relay that keeps up gets one event per read, as from a real model.
+ */
 const SCENARIOS = [
-  { mode: "burst", model: "bench", concurrency: 1 },
-  { mode: "burst", model: "bench", concurrency: 16 },
-  { mode: "burst", model: "bench", concurrency: 64 },
-  { mode: "paced", model: "paced", concurrency: 16 }
+  { mode: "burst", model: "bench", concurrency: 1, durationMs: RUN_MS },
+  { mode: "burst", model: "bench", concurrency: 16, durationMs: RUN_MS },
+  { mode: "burst", model: "bench", concurrency: 64, durationMs: RUN_MS },
+  { mode: "paced", model: "paced", concurrency: 16, durationMs: 3_000 }
 ] as const
 type Scenario = (typeof SCENARIOS)[number]
 
@@ -54,12 +63,6 @@ interface Target {
   readonly port: number
   /** The measured relay; none for `direct`. */
   readonly proc: Proc | undefined
-}
-
-interface BaselineStats {
-  readonly reads: number
-  readonly events: number
-  readonly writes: number
 }
 
 interface UpstreamStats {
@@ -84,7 +87,8 @@ interface Sample {
   readonly upstreamCpuS: number
   readonly clientCpuS: number
   readonly ttfts: ReadonlyArray<number>
-  readonly upstreamEventsPerRead: number | undefined
+  readonly clientReads: number
+  readonly errorSamples: ReadonlyArray<string>
 }
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -92,14 +96,14 @@ const root = resolve(here, "../..")
 const edgeMain = resolve(here, "../src/bin/main.js")
 const agentFlags = ["--expose-gc", "--import", pathToFileURL(resolve(here, "childAgent.js")).href]
 const profiling = process.env["BENCH_PROFILE"] === "1"
-const profileDir = join(root, "bench", "profiles")
+const profileDir = join(root, "dist-bench", "profiles")
 
 const log = (text: string) => process.stdout.write(`${text}\n`)
 
 // ---------------------------------------------------------------------------------------------- processes
 
 const startUpstream = async (): Promise<Target & { readonly proc: Proc }> => {
-  const proc = spawnNode("upstream", resolve(here, "upstream.js"), [String(TOKENS)])
+  const proc = spawnNode("upstream", resolve(here, "upstream.js"), [String(TOKENS), String(PACE_MS)])
   return { name: "direct", port: await listeningPort(proc), proc }
 }
 
@@ -114,7 +118,8 @@ const startEdge = async (configFile: string, profile: boolean): Promise<Target> 
   const proc = spawnNode(
     "edge",
     edgeMain,
-    ["edge", "--config", configFile, "--port", String(port), "--log-level", "none"],
+    // warn: no per-request lines (those are info), but a reason if it dies.
+    ["edge", "--config", configFile, "--port", String(port), "--log-level", "warn"],
     flags
   )
   await waitHealthy(proc, port)
@@ -124,7 +129,6 @@ const startEdge = async (configFile: string, profile: boolean): Promise<Target> 
 const edgeConfig = (upstreamPort: number) => ({
   server: { host: "127.0.0.1" },
   runs: { idleTimeoutMs: 600_000 },
-  log: { level: "none" },
   models: ["bench", "paced", "stall"].map((id) => ({
     id,
     provider: { type: "openai", baseUrl: `http://127.0.0.1:${upstreamPort}/v1`, model: id }
@@ -138,9 +142,8 @@ const measure = async (
   upstream: Proc,
   scenario: Scenario,
   round: number,
-  durationMs = RUN_MS
+  durationMs: number = scenario.durationMs
 ): Promise<Sample> => {
-  const baselineBefore = target.name === "baseline" && target.proc ? await ask<BaselineStats>(target.proc, "stats") : undefined
   const relay0 = target.proc ? cpuSeconds(target.proc.pid) : 0
   const upstream0 = cpuSeconds(upstream.pid)
   const client0 = process.cpuUsage()
@@ -154,11 +157,6 @@ const measure = async (
   const relayCpuS = target.proc ? cpuSeconds(target.proc.pid) - relay0 : 0
   const upstreamCpuS = cpuSeconds(upstream.pid) - upstream0
   const client = process.cpuUsage(client0)
-  let upstreamEventsPerRead: number | undefined
-  if (baselineBefore !== undefined && target.proc) {
-    const after = await ask<BaselineStats>(target.proc, "stats")
-    upstreamEventsPerRead = (after.events - baselineBefore.events) / Math.max(1, after.reads - baselineBefore.reads)
-  }
   return {
     round,
     tokens: result.tokens,
@@ -169,7 +167,8 @@ const measure = async (
     upstreamCpuS,
     clientCpuS: (client.user + client.system) / 1e6,
     ttfts: result.ttfts,
-    upstreamEventsPerRead
+    clientReads: result.clientReads,
+    errorSamples: result.errorSamples
   }
 }
 
@@ -186,14 +185,15 @@ interface Row {
   readonly upstreamCpuSecondsPer1kTokens: number
   readonly clientCpuSecondsPer1kTokens: number
   readonly ttftMs: { readonly p50: number; readonly p99: number; readonly samples: number }
-  readonly upstreamEventsPerRead: number | undefined
+  /** Body reads per response at the client: ~TOKENS + 4 means one write per event. */
+  readonly clientReadsPerStream: number
+  readonly errorSamples: ReadonlyArray<string>
 }
 
 const toRow = (scenario: Scenario, target: TargetName, samples: ReadonlyArray<Sample>): Row => {
   const sum = (f: (s: Sample) => number) => samples.reduce((total, s) => total + f(s), 0)
   const tokens = sum((s) => s.tokens)
   const ttfts = samples.flatMap((s) => s.ttfts).sort((a, b) => a - b)
-  const perRead = samples.map((s) => s.upstreamEventsPerRead).filter((x): x is number => x !== undefined)
   return {
     mode: scenario.mode,
     concurrency: scenario.concurrency,
@@ -206,7 +206,8 @@ const toRow = (scenario: Scenario, target: TargetName, samples: ReadonlyArray<Sa
     upstreamCpuSecondsPer1kTokens: (sum((s) => s.upstreamCpuS) / tokens) * 1000,
     clientCpuSecondsPer1kTokens: (sum((s) => s.clientCpuS) / tokens) * 1000,
     ttftMs: { p50: percentile(ttfts, 0.5), p99: percentile(ttfts, 0.99), samples: ttfts.length },
-    upstreamEventsPerRead: perRead.length > 0 ? perRead.reduce((a, b) => a + b, 0) / perRead.length : undefined
+    clientReadsPerStream: sum((s) => s.clientReads) / Math.max(1, sum((s) => s.requests)),
+    errorSamples: [...new Set(samples.flatMap((s) => s.errorSamples))]
   }
 }
 
@@ -214,7 +215,7 @@ const runThroughput = async (upstream: Proc, targets: ReadonlyArray<Target>): Pr
   for (const target of targets) {
     log(`  warm-up ${target.name}`)
     await measure(target, upstream, SCENARIOS[1], -1, WARMUP_MS)
-    await measure(target, upstream, SCENARIOS[3], -1, WARMUP_MS / 3)
+    await measure(target, upstream, SCENARIOS[3], -1, WARMUP_MS / 4)
   }
   const samples = new Map<string, Array<Sample>>()
   for (let round = 0; round < ROUNDS; round++) {
@@ -228,7 +229,7 @@ const runThroughput = async (upstream: Proc, targets: ReadonlyArray<Target>): Pr
         log(
           `  round ${round + 1} ${scenario.mode} N=${scenario.concurrency} ${target.name}: ` +
             `${fixed(sample.tokens / (sample.elapsedMs / 1000), 0)} tok/s` +
-            (sample.errors > 0 ? `, ${sample.errors} errors` : "")
+            (sample.errors > 0 ? `, ${sample.errors} errors (${sample.errorSamples.join("; ")})` : "")
         )
       }
     }
@@ -256,8 +257,10 @@ interface IdleFigures {
   readonly fdsOpen: number
   readonly fdLimit: { readonly soft: number; readonly hard: number }
   readonly upstreamOpenWhileHeld: number
-  /** Upstream streams still open 1.5 s after the clients hung up (0: cancellation reached the upstream). */
+  /** Upstream streams still open when the wait for them ended (0: every hang-up reached the upstream). */
   readonly upstreamOpenAfterClose: number
+  /** Time from the clients' hang-up until the upstream saw its last stream close (or the wait ended). */
+  readonly cancelPropagationMs: number
 }
 
 const gcAndSettle = async (proc: Proc, ms: number): Promise<void> => {
@@ -294,10 +297,15 @@ const measureIdle = async (relay: Target, upstream: Proc): Promise<IdleFigures> 
     const memAfter = await ask<MemoryUsage>(proc, "memory")
     const upstreamOpenWhileHeld = (await ask<UpstreamStats>(upstream, "stats")).openStalls
     const { opened, failed } = streams
+    const hungUp = performance.now()
     streams.close()
     streams = undefined
-    await sleep(1_500)
-    const upstreamOpenAfterClose = (await ask<UpstreamStats>(upstream, "stats")).openStalls
+    let upstreamOpenAfterClose = upstreamOpenWhileHeld
+    while (upstreamOpenAfterClose > 0 && performance.now() - hungUp < CANCEL_WAIT_MS) {
+      await sleep(100)
+      upstreamOpenAfterClose = (await ask<UpstreamStats>(upstream, "stats")).openStalls
+    }
+    const cancelPropagationMs = performance.now() - hungUp
     const n = Math.max(1, opened)
     return {
       relay: relay.name === "edge" ? "edge" : "baseline",
@@ -314,7 +322,8 @@ const measureIdle = async (relay: Target, upstream: Proc): Promise<IdleFigures> 
       fdsOpen,
       fdLimit: fdLimits(proc.pid),
       upstreamOpenWhileHeld,
-      upstreamOpenAfterClose
+      upstreamOpenAfterClose,
+      cancelPropagationMs
     }
   } finally {
     streams?.close()
@@ -338,7 +347,7 @@ const throughputTable = (rows: ReadonlyArray<Row>): string => {
       "TTFT p99 ms",
       "added p50 ms",
       "added p99 ms",
-      "ev/read",
+      "reads/stream",
       "errors"
     ],
     rows.map((row) => {
@@ -362,7 +371,7 @@ const throughputTable = (rows: ReadonlyArray<Row>): string => {
         fixed(row.ttftMs.p99, 2),
         added("p50"),
         added("p99"),
-        row.upstreamEventsPerRead === undefined ? "" : fixed(row.upstreamEventsPerRead, 1),
+        fixed(row.clientReadsPerStream, 0),
         String(row.errors)
       ]
     })
@@ -382,7 +391,7 @@ const idleTable = (figures: ReadonlyArray<IdleFigures>): string =>
       "heap KiB/stream",
       "fds open",
       "fd limit",
-      "upstream open after hang-up"
+      "upstream streams closed after hang-up"
     ],
     figures.map((f) => [
       f.relay,
@@ -395,7 +404,7 @@ const idleTable = (figures: ReadonlyArray<IdleFigures>): string =>
       fixed(f.heapKiBPerStream, 1),
       `${f.fdsBefore}→${f.fdsOpen}`,
       `${f.fdLimit.soft}/${f.fdLimit.hard}`,
-      String(f.upstreamOpenAfterClose)
+      `${f.upstreamOpenWhileHeld - f.upstreamOpenAfterClose}/${f.upstreamOpenWhileHeld} in ${fixed(f.cancelPropagationMs / 1000, 1)} s`
     ])
   )
 
@@ -417,15 +426,24 @@ const checks = (rows: ReadonlyArray<Row>, idle: ReadonlyArray<IdleFigures>): Rea
     const value = edge.cpuSecondsPer1kTokens / baseline.cpuSecondsPer1kTokens
     out.push({ target: `CPU/token edge ÷ baseline, ${scenario.mode} N=${scenario.concurrency}`, value, limit: 1.5, pass: value <= 1.5 })
   }
-  const edge16 = row("burst", 16, "edge")
-  const direct16 = row("burst", 16, "direct")
-  if (edge16 !== undefined && direct16 !== undefined) {
+  for (const mode of ["burst", "paced"]) {
+    const edge16 = row(mode, 16, "edge")
+    const direct16 = row(mode, 16, "direct")
+    if (edge16 === undefined || direct16 === undefined) continue
     const value = edge16.ttftMs.p99 - direct16.ttftMs.p99
-    out.push({ target: "added TTFT p99 ms, burst N=16", value, limit: 2, pass: value <= 2 })
+    out.push({ target: `added TTFT p99 ms, ${mode} N=16`, value, limit: 2, pass: value <= 2 })
   }
   const edgeIdle = idle.find((f) => f.relay === "edge")
   if (edgeIdle !== undefined) {
     out.push({ target: "edge RSS KiB per idle stream", value: edgeIdle.kibPerStream, limit: 32, pass: edgeIdle.kibPerStream <= 32 })
+  }
+  for (const f of idle) {
+    out.push({
+      target: `${f.relay}: upstream streams left open ${CANCEL_WAIT_MS / 1000} s after clients hung up`,
+      value: f.upstreamOpenAfterClose,
+      limit: 0,
+      pass: f.upstreamOpenAfterClose === 0
+    })
   }
   const errors = rows.reduce((total, r) => total + r.errors, 0)
   out.push({ target: "failed or short streams", value: errors, limit: 0, pass: errors === 0 })
@@ -448,6 +466,10 @@ const newestProfile = (since: number): string | undefined => {
 
 const main = async () => {
   const started = performance.now()
+  setTimeout(() => {
+    process.stderr.write(`bench: still running after ${WATCHDOG_MS / 60_000} min, giving up\n`)
+    process.exit(1)
+  }, WATCHDOG_MS).unref()
   const tmp = mkdtempSync(join(os.tmpdir(), "iop-bench-"))
   const limits = fdLimits("self")
   const loadBefore = os.loadavg()
@@ -460,11 +482,12 @@ const main = async () => {
     writeFileSync(configFile, JSON.stringify(edgeConfig(upstream.port)))
     if (profiling) mkdirSync(profileDir, { recursive: true })
 
-    log(`\n[1/3] throughput: ${TOKENS}-token streams, ${ROUNDS} rounds × ${RUN_MS / 1000} s per configuration`)
+    log(`\n[1/3] throughput: ${TOKENS}-token streams, ${ROUNDS} rounds per configuration (paced: ${PACE_MS} ms between tokens)`)
     const profileSince = Date.now()
     const baseline = await startBaseline(upstream.port)
     const edge = await startEdge(configFile, profiling)
     const rows = await runThroughput(upstream.proc, [upstream, baseline, edge])
+    const throughputDone = performance.now()
     let profile: ProfileSummary | undefined
     await stop(edge.proc!, 15_000)
     await stop(baseline.proc!)
@@ -475,28 +498,45 @@ const main = async () => {
 
     log(`\n[2/3] memory: ${IDLE_STREAMS} open idle streams through each relay (fresh processes)`)
     const idle: Array<IdleFigures> = []
+    const idleFailures: Array<{ readonly relay: string; readonly error: string }> = []
     for (const start of [() => startBaseline(upstream.port), () => startEdge(configFile, false)]) {
       const relay = await start()
       try {
-        idle.push(await measureIdle(relay, upstream.proc))
-        log(`  ${relay.name}: ${fixed(idle[idle.length - 1]?.kibPerStream ?? Number.NaN, 1)} KiB/stream`)
+        const figures = await measureIdle(relay, upstream.proc)
+        idle.push(figures)
+        log(`  ${relay.name}: ${fixed(figures.kibPerStream, 1)} KiB/stream`)
+      } catch (error) {
+        // Keep the rest of the report: a relay that dies here is a finding, not a reason to lose the run.
+        const message = error instanceof Error ? error.message : String(error)
+        idleFailures.push({ relay: relay.name, error: message })
+        log(`  ${relay.name}: FAILED: ${message}`)
       } finally {
         await stop(relay.proc!)
       }
     }
     await stop(upstream.proc)
+    const memoryDone = performance.now()
 
     log("\n[3/3] filters (in this process)")
     const toolText: ToolTextFigures = measureToolTextThroughput()
     const reasoning: ReasoningFiltersFigures = measureReasoningFilters()
+    const phases = {
+      throughputS: (throughputDone - started) / 1000,
+      memoryS: (memoryDone - throughputDone) / 1000,
+      filtersS: (performance.now() - memoryDone) / 1000
+    }
 
-    const results = checks(rows, idle)
+    const results = [
+      ...checks(rows, idle),
+      ...idleFailures.map((f) => ({ target: `${f.relay}: held ${IDLE_STREAMS} idle streams`, value: Number.NaN, limit: 0, pass: false }))
+    ]
     log("\n== relay throughput, CPU and time to first token ==")
     log("(relay CPU = utime+stime of the relay process from /proc; added = relay TTFT − direct TTFT at the same percentile;")
-    log(" ev/read = upstream SSE events per upstream read, as the baseline saw them)")
+    log(" reads/stream = response body reads per stream at the client: ~260 means one write per SSE event)")
     log(throughputTable(rows))
     log(`\n== memory per open idle stream (${IDLE_STREAMS} streams held open, upstream stalled after the first token) ==`)
     log(idleTable(idle))
+    for (const f of idleFailures) log(`${f.relay}: FAILED: ${f.error}`)
     log(`(each held stream costs a relay 2 sockets; the bench process and the upstream hold ${IDLE_STREAMS} more each)`)
     log("\n== filters ==")
     log(table(
@@ -514,7 +554,14 @@ const main = async () => {
       ["target", "value", "limit", ""],
       results.map((c) => [c.target, fixed(c.value, 2), `≤ ${c.limit}`, c.pass ? "PASS" : "MISS"])
     ))
-    if (profile !== undefined) log(`\n== edge CPU profile (throughput runs) ==\n${formatSummary(profile)}`)
+    if (profile !== undefined) {
+      log(`\n== edge CPU profile (throughput runs) ==\n${formatSummary(profile)}`)
+      // Effect runs fibers from its scheduler, so the edge's own frames are rarely on the stack: cost per operator instead.
+      log("\n== Effect Stream operators, CPU µs per element (bench/operators.ts) ==")
+      log(execFileSync(process.execPath, ["--expose-gc", resolve(here, "operators.js"), "256"], { encoding: "utf8" }).trimEnd())
+      log(`\n== edge planes, paced upstream, 16 streams, in-process (bench/ladder.ts) ==`)
+      log(execFileSync(process.execPath, [resolve(here, "ladder.js"), "paced", "16", "2500"], { encoding: "utf8" }).trimEnd())
+    }
 
     const seconds = (performance.now() - started) / 1000
     const file = join(root, "bench", "results.json")
@@ -527,9 +574,11 @@ const main = async () => {
           cpus: os.cpus().length,
           loadavg: { before: loadBefore, after: os.loadavg() },
           seconds,
-          settings: { tokens: TOKENS, rounds: ROUNDS, runMs: RUN_MS, idleStreams: IDLE_STREAMS, fdLimit: limits },
+          phases,
+          settings: { tokens: TOKENS, rounds: ROUNDS, runMs: RUN_MS, paceMs: PACE_MS, idleStreams: IDLE_STREAMS, fdLimit: limits },
           throughput: rows,
           idle,
+          idleFailures,
           filters: { toolText, reasoning },
           targets: results,
           profile
@@ -538,7 +587,10 @@ const main = async () => {
         2
       )}\n`
     )
-    log(`\n${fixed(seconds, 0)} s; wrote ${file}`)
+    log(
+      `\n${fixed(seconds, 0)} s (throughput ${fixed(phases.throughputS, 0)} s, memory ${fixed(phases.memoryS, 0)} s, ` +
+        `filters ${fixed(phases.filtersS, 0)} s); load average now ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; wrote ${file}`
+    )
   } finally {
     await killAll()
     rmSync(tmp, { recursive: true, force: true })

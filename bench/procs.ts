@@ -9,8 +9,10 @@ export interface Proc {
   readonly name: string
   readonly child: ChildProcess
   readonly pid: number
-  /** The last few KiB of its stderr, for error messages. */
-  readonly stderr: () => string
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<void>
+  /** The last few KiB of its stdout and stderr, for error messages. */
+  readonly output: () => string
 }
 
 const live = new Set<ChildProcess>()
@@ -33,29 +35,31 @@ export const spawnNode = (
   args: ReadonlyArray<string>,
   nodeFlags: ReadonlyArray<string> = []
 ): Proc => {
-  const child = spawn(process.execPath, [...nodeFlags, script, ...args], { stdio: ["ignore", "ignore", "pipe", "ipc"] })
+  const child = spawn(process.execPath, [...nodeFlags, script, ...args], { stdio: ["ignore", "pipe", "pipe", "ipc"] })
   live.add(child)
-  child.once("exit", () => live.delete(child))
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      live.delete(child)
+      resolve()
+    })
+  )
   let tail = ""
-  child.stderr?.setEncoding("utf8")
-  child.stderr?.on("data", (text: string) => {
-    tail = (tail + text).slice(-4096)
-  })
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.setEncoding("utf8")
+    stream?.on("data", (text: string) => {
+      tail = (tail + text).slice(-4096)
+    })
+  }
   if (child.pid === undefined) throw new Error(`${name}: could not spawn`)
-  return { name, child, pid: child.pid, stderr: () => tail }
+  return { name, child, pid: child.pid, exited, output: () => tail }
 }
-
-const exited = (proc: Proc): Promise<void> =>
-  proc.child.exitCode !== null || proc.child.signalCode !== null
-    ? Promise.resolve()
-    : new Promise((resolve) => proc.child.once("exit", () => resolve()))
 
 /** SIGTERM, then SIGKILL if it is still there after `graceMs` (a CPU profile is only written on a clean exit). */
 export const stop = async (proc: Proc, graceMs = 3_000): Promise<void> => {
   if (proc.child.exitCode !== null || proc.child.signalCode !== null) return
   proc.child.kill("SIGTERM")
   const timer = setTimeout(() => proc.child.kill("SIGKILL"), graceMs)
-  await exited(proc)
+  await proc.exited
   clearTimeout(timer)
 }
 
@@ -68,8 +72,10 @@ export const killAll = async (): Promise<void> => {
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 const died = (proc: Proc): Promise<never> =>
-  exited(proc).then(() => {
-    throw new Error(`${proc.name} exited (${proc.child.exitCode ?? proc.child.signalCode}): ${proc.stderr()}`)
+  proc.exited.then(() => {
+    throw new Error(
+      `${proc.name} exited (code ${proc.child.exitCode}, signal ${proc.child.signalCode}); its output ended with: ${proc.output()}`
+    )
   })
 
 const timeout = (ms: number, what: string): Promise<never> =>
@@ -137,7 +143,7 @@ export const waitHealthy = async (proc: Proc, port: number, ms = 20_000): Promis
     if (await healthy(port)) return
     await sleep(100)
   }
-  throw new Error(`${proc.name} not healthy on port ${port} within ${ms} ms: ${proc.stderr()}`)
+  throw new Error(`${proc.name} not healthy on port ${port} within ${ms} ms: ${proc.output()}`)
 }
 
 const clockTicks = (() => {

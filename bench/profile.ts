@@ -14,6 +14,7 @@ interface CallFrame {
 interface ProfileNode {
   readonly id: number
   readonly callFrame: CallFrame
+  readonly children?: ReadonlyArray<number>
 }
 
 interface CpuProfile {
@@ -34,6 +35,10 @@ export interface ProfileSummary {
   readonly idleMs: number
   readonly functions: ReadonlyArray<SelfTime>
   readonly packages: ReadonlyArray<SelfTime>
+  /** Each busy sample billed to the innermost edge-source function on its stack: which of our code drives the cost. */
+  readonly byEdgeFrame: ReadonlyArray<SelfTime>
+  /** Time with the function anywhere on the stack (edge source only). */
+  readonly edgeInclusive: ReadonlyArray<SelfTime>
 }
 
 /** Where a function lives: a package under node_modules, node's own modules, the edge's source, or V8 itself. */
@@ -46,10 +51,14 @@ const packageOf = (url: string): string => {
   return source !== null ? `edge src/${source[1]}` : url
 }
 
+const isEdgeSource = (url: string): boolean => /\/dist(-bench)?\/src\//.test(url)
+
 const place = (frame: CallFrame): string => {
   const file = frame.url.replace(/^.*node_modules\//, "").replace(/^file:\/\/.*\/dist(-bench)?\//, "")
   return file === "" ? "" : ` ${file}:${frame.lineNumber + 1}`
 }
+
+const nameOf = (frame: CallFrame): string => `${frame.functionName || "(anonymous)"}${place(frame)}`
 
 const top = (totals: Map<string, number>, busyMs: number, count: number): ReadonlyArray<SelfTime> =>
   [...totals.entries()]
@@ -60,8 +69,13 @@ const top = (totals: Map<string, number>, busyMs: number, count: number): Readon
 export const summarise = (file: string, count = 25): ProfileSummary => {
   const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile
   const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const parentOf = new Map<number, number>()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
   const functions = new Map<string, number>()
   const packages = new Map<string, number>()
+  const byEdgeFrame = new Map<string, number>()
+  const edgeInclusive = new Map<string, number>()
+  const add = (totals: Map<string, number>, key: string, ms: number) => totals.set(key, (totals.get(key) ?? 0) + ms)
   let busyMs = 0
   let idleMs = 0
   // timeDeltas[i] is the time since the previous sample; bill it to sample i.
@@ -74,12 +88,27 @@ export const summarise = (file: string, count = 25): ProfileSummary => {
       return
     }
     busyMs += ms
-    const name = `${frame.functionName || "(anonymous)"}${place(frame)}`
-    functions.set(name, (functions.get(name) ?? 0) + ms)
-    const pkg = frame.functionName.startsWith("(") ? frame.functionName : packageOf(frame.url)
-    packages.set(pkg, (packages.get(pkg) ?? 0) + ms)
+    add(functions, nameOf(frame), ms)
+    add(packages, frame.functionName.startsWith("(") ? frame.functionName : packageOf(frame.url), ms)
+    const seen = new Set<string>()
+    for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) {
+      const caller = byId.get(at)?.callFrame
+      if (caller === undefined || !isEdgeSource(caller.url)) continue
+      const name = nameOf(caller)
+      if (seen.size === 0) add(byEdgeFrame, name, ms)
+      if (!seen.has(name)) add(edgeInclusive, name, ms)
+      seen.add(name)
+    }
+    if (seen.size === 0) add(byEdgeFrame, "(no edge frame on the stack)", ms)
   })
-  return { busyMs, idleMs, functions: top(functions, busyMs, count), packages: top(packages, busyMs, count) }
+  return {
+    busyMs,
+    idleMs,
+    functions: top(functions, busyMs, count),
+    packages: top(packages, busyMs, count),
+    byEdgeFrame: top(byEdgeFrame, busyMs, count),
+    edgeInclusive: top(edgeInclusive, busyMs, count)
+  }
 }
 
 export const formatSummary = (summary: ProfileSummary): string => {
@@ -89,7 +118,11 @@ export const formatSummary = (summary: ProfileSummary): string => {
     "self time by package:",
     ...summary.packages.map(line),
     "top functions by self time:",
-    ...summary.functions.map(line)
+    ...summary.functions.map(line),
+    "busy time by innermost edge-source frame on the stack:",
+    ...summary.byEdgeFrame.map(line),
+    "edge-source functions by inclusive time:",
+    ...summary.edgeInclusive.map(line)
   ].join("\n")
 }
 

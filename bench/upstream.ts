@@ -3,13 +3,15 @@
  * `POST /v1/chat/completions` that streams `TOKENS` content chunks, one token
  * per SSE event, then a finish chunk, a usage chunk and `[DONE]`. The request's
  * `model` picks the pacing: `bench` writes every event at once (no delay),
- * `paced` yields to the event loop between events (so each arrives on its own
- * read), `stall` sends the role chunk and one token, then holds the stream open.
+ * `paced` waits PACE_MS between events, like a fast model (so a relay that keeps
+ * up gets each event on its own read), `stall` sends the role chunk and one
+ * token, then holds the stream open.
  */
 import { createServer, type ServerResponse } from "node:http"
 import { answer, exitWithParent } from "./ipc.js"
 
 const TOKENS = Number(process.argv[2] ?? "256")
+const PACE_MS = Number(process.argv[3] ?? "5")
 const WORDS = [" The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog", ",", " and", " then", " it", " naps", " \"zz\"", " café"]
 
 const event = (model: string, fields: Record<string, unknown>): string =>
@@ -55,7 +57,7 @@ const writable = (res: ServerResponse): Promise<void> =>
     res.on("close", done)
   })
 
-const nextTick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, PACE_MS))
 
 const stream = async (res: ServerResponse, model: string): Promise<void> => {
   const s = scripts.get(model) ?? scripts.get("bench")!
@@ -70,12 +72,14 @@ const stream = async (res: ServerResponse, model: string): Promise<void> => {
   for (const part of [...s.tokens, ...s.tail]) {
     if (res.destroyed) return
     if (!res.write(part)) await writable(res)
-    if (model === "paced") await nextTick()
+    if (model === "paced") await pause()
   }
   res.end()
 }
 
-const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+// Node's default 5 s keep-alive races with relays reusing a socket that sat idle while another target ran
+// ("other side closed", 502): both relays hit it. Keep idle upstream sockets longer than a bench run.
+const server = createServer({ keepAliveTimeout: 120_000 }, (req, res) => {
   const body: Array<Buffer> = []
   req.on("data", (chunk: Buffer) => body.push(chunk))
   req.on("end", () => {
