@@ -20,7 +20,8 @@ import { type NodeConnection, NodeRegistry } from "../../NodeRegistry.js"
 import * as RunEvent from "../../RunEvent.js"
 import type { NodeId, RunId } from "../../RunEvent.js"
 import type { SubmitRunRequest } from "../../SubmitRunRequest.js"
-import type { BusConfig, BusConnectFailed } from "./NatsBus.js"
+import type { BusConfig } from "./BusConfig.js"
+import type { BusConnectFailed } from "./NatsBus.js"
 import * as NatsBus from "./NatsBus.js"
 import { NatsConnection } from "./NatsBus.js"
 import * as P from "./protocol.js"
@@ -52,7 +53,9 @@ const local = (message: string): Received => ({ event: RunEvent.failed(message),
 
 const receive = (nodeId: NodeId, runId: RunId) => (state: P.SeqState, msg: Msg): readonly [P.SeqState, Received] => {
   const decoded = P.decode.runEvent(msg.data)
-  if (decoded._tag !== "Ok") return [state, local(`node ${nodeId} sent an unreadable event: ${P.describeRejection(decoded)}`)]
+  if (decoded._tag !== "Ok") {
+    return [state, local(`node ${nodeId} sent an unreadable event: ${P.describeRejection(decoded)}`)]
+  }
   if (decoded.value.runId !== runId) return [state, local(`node ${nodeId} sent an event of another run`)]
   const next = P.accept(state, decoded.value.seq)
   if (next._tag !== "Ok") return [state, local(P.describeSeqError(next))]
@@ -164,7 +167,9 @@ export const discover = (
     const registry = yield* NodeRegistry
     const outer = yield* Effect.scope
     const edgeId = options.edgeId ?? newEdgeId()
-    if (!P.isSubjectToken(edgeId)) return yield* Effect.dieMessage(`edge id "${edgeId}" cannot be used in NATS subjects`)
+    if (!P.isSubjectToken(edgeId)) {
+      return yield* Effect.dieMessage(`edge id "${edgeId}" cannot be used in NATS subjects`)
+    }
     const S = P.subjects(bus.subjectPrefix)
     const timeoutMs = options.bus.nodeTimeoutMs
     const known = yield* SynchronizedRef.make(new Map<NodeId, Known>())
@@ -186,7 +191,9 @@ export const discover = (
         const k = m.get(nodeId)
         if (k === undefined) return m
         yield* Scope.close(k.scope, Exit.void)
-        yield* Effect.logInfo(`node ${why}`).pipe(Effect.annotateLogs({ nodeId }))
+        yield* (why === "left" ? Effect.logInfo(`node ${why}`) : Effect.logWarning(`node ${why}`)).pipe(
+          Effect.annotateLogs({ nodeId })
+        )
         const next = new Map(m)
         next.delete(nodeId)
         return next
@@ -230,7 +237,9 @@ export const discover = (
 
     const handle = <A>(decode: (bytes: Uint8Array) => P.Decoded<A>, f: (a: A) => Effect.Effect<void>) => (msg: Msg) => {
       const decoded = decode(msg.data)
-      return decoded._tag === "Ok" ? f(decoded.value) : Effect.logDebug("ignored a bus message", P.describeRejection(decoded))
+      return decoded._tag === "Ok"
+        ? f(decoded.value)
+        : Effect.logDebug("ignored a bus message", P.describeRejection(decoded))
     }
 
     const announcements = yield* bus.subscribe(S.announce).pipe(Effect.orDie)
@@ -240,15 +249,18 @@ export const discover = (
       leaves.pipe(Stream.mapEffect(handle(P.decode.leave, onLeave)))
     ).pipe(
       Stream.runDrain,
-      Effect.catchAll((e) => Effect.logError("node discovery subscription ended", e.message)),
+      Effect.catchAll((e) =>
+        Effect.logError("node discovery subscription ended").pipe(Effect.annotateLogs({ error: e.message }))
+      ),
       Effect.forkScoped
     )
 
     const heartbeat = bus.publishEncoded(S.edgeHeartbeat, P.encode.edgeHeartbeat, { v: 1, edgeId }).pipe(
       Effect.catchAll((e) => Effect.logDebug("cannot publish the edge heartbeat", e.message))
     )
-    yield* heartbeat.pipe(Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(timeoutMs / 3))))), Effect.forkScoped)
-    yield* watchNodes.pipe(Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(timeoutMs / 4))))), Effect.forkScoped)
+    const every = (divisor: number) => Schedule.spaced(Duration.millis(Math.max(10, Math.floor(timeoutMs / divisor))))
+    yield* heartbeat.pipe(Effect.repeat(every(3)), Effect.forkScoped)
+    yield* watchNodes.pipe(Effect.repeat(every(4)), Effect.forkScoped)
     yield* Effect.logInfo("edge discovering nodes over NATS").pipe(Effect.annotateLogs({ edgeId }))
 
     const announcedModels = SynchronizedRef.get(known).pipe(
@@ -270,10 +282,25 @@ export const discover = (
     return { edgeId, announcedModels, findModel } satisfies Discovery
   })
 
+/** The discovery of an edge without a bus: no remote nodes, no announced models. */
+export const noDiscovery: Discovery = {
+  edgeId: "",
+  announcedModels: Effect.succeed(new Map()),
+  findModel: () => Effect.succeedNone
+}
+
 /** The edge's side of the bus: connection, discovery and heartbeat, for as long as the layer lives. */
 export const edgeLayer = (
   options: DiscoverOptions
 ): Layer.Layer<NatsDiscovery, BusConnectFailed, NodeRegistry> =>
   Layer.scoped(NatsDiscovery, discover(options)).pipe(
-    Layer.provide(NatsBus.layer(options.bus, { name: `iop-edge-${options.edgeId ?? "edge"}` }))
+    Layer.provide(
+      NatsBus.layer(options.bus, { name: options.edgeId === undefined ? "iop-edge" : `iop-edge-${options.edgeId}` })
+    )
   )
+
+/** `edgeLayer` when the config has a `bus`, else `noDiscovery`. */
+export const layerFromConfig = (
+  bus: BusConfig | undefined
+): Layer.Layer<NatsDiscovery, BusConnectFailed, NodeRegistry> =>
+  bus === undefined ? Layer.succeed(NatsDiscovery, noDiscovery) : edgeLayer({ bus })

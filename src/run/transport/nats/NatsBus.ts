@@ -18,40 +18,9 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { readFile } from "node:fs/promises"
-import { SubjectPrefix } from "./protocol.js"
+import type { BusConfig } from "./BusConfig.js"
 
-const PositiveInt = Schema.Int.pipe(Schema.positive())
-
-export const NatsTlsConfig = Schema.Struct({
-  caFile: Schema.optional(Schema.String),
-  certFile: Schema.optional(Schema.String),
-  keyFile: Schema.optional(Schema.String)
-})
-
-export const NatsConfig = Schema.Struct({
-  servers: Schema.optionalWith(Schema.NonEmptyArray(Schema.String), { default: () => ["nats://127.0.0.1:4222"] }),
-  subjectPrefix: Schema.optionalWith(SubjectPrefix, { default: () => "iop" }),
-  user: Schema.optional(Schema.String),
-  pass: Schema.optional(Schema.Redacted(Schema.String)),
-  token: Schema.optional(Schema.Redacted(Schema.String)),
-  /** A NATS `.creds` file (user JWT and nkey seed), read at connect. */
-  credsFile: Schema.optional(Schema.String),
-  /** Present (even `{}`): TLS is required. */
-  tls: Schema.optional(NatsTlsConfig)
-}).pipe(
-  Schema.filter((c) =>
-    c.pass !== undefined && c.user === undefined ? { path: ["pass"], message: "`pass` needs `user`" } : true
-  )
-)
-export type NatsConfig = typeof NatsConfig.Type
-
-/** The `bus` section of an edge's or a node's config. */
-export const BusConfig = Schema.Struct({
-  nats: Schema.optionalWith(NatsConfig, { default: () => Schema.decodeSync(NatsConfig)({}) }),
-  /** A node silent this long is gone; so is an edge, for the runs it started. */
-  nodeTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 3000 })
-})
-export type BusConfig = typeof BusConfig.Type
+export { BusConfig, NatsConfig, NatsTlsConfig } from "./BusConfig.js"
 
 /** Client knobs that are not part of the config file (tests shorten them). */
 export interface ClientTuning {
@@ -186,12 +155,17 @@ export const make = (
       }),
       close
     )
-    yield* Stream.fromAsyncIterable(client.status(), (e) => e).pipe(
-      Stream.runForEach((s) =>
-        s.type === "disconnect" || s.type === "reconnect"
+    // Iterated by hand: Stream.fromAsyncIterable's release awaits `return()`, which waits for the pending `next()`.
+    const statuses = client.status()[Symbol.asyncIterator]()
+    yield* Effect.tryPromise(() => statuses.next()).pipe(
+      Effect.flatMap((r) => {
+        if (r.done === true) return Effect.fail("closed")
+        const s = r.value
+        return s.type === "disconnect" || s.type === "reconnect"
           ? Effect.logInfo(`NATS ${s.type}`).pipe(Effect.annotateLogs({ server: s.server }))
           : Effect.void
-      ),
+      }),
+      Effect.forever,
       Effect.ignore,
       Effect.forkScoped
     )
@@ -211,16 +185,17 @@ export const make = (
     const subscribe = (subject: string) =>
       Effect.gen(function* () {
         const mailbox = yield* Mailbox.make<Msg, BusError>()
+        const failed = (reason: string) => new BusError({ operation: "subscribe", subject, reason })
         yield* Effect.acquireRelease(
           Effect.try({
             try: () =>
               client.subscribe(subject, {
                 callback: (err, msg) => {
                   if (err === null) mailbox.unsafeOffer(msg)
-                  else mailbox.unsafeDone(Exit.fail(new BusError({ operation: "subscribe", subject, reason: err.message })))
+                  else mailbox.unsafeDone(Exit.fail(failed(err.message)))
                 }
               }),
-            catch: (e) => new BusError({ operation: "subscribe", subject, reason: reasonOf(e) })
+            catch: (e) => failed(reasonOf(e))
           }),
           (sub) =>
             Effect.try(() => sub.unsubscribe()).pipe(

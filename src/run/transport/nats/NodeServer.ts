@@ -9,7 +9,6 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
-import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
@@ -17,17 +16,13 @@ import type { ModelConfig } from "../../../config/EdgeConfig.js"
 import * as Node from "../../../node/Node.js"
 import * as RunEvent from "../../RunEvent.js"
 import { NodeId, type RunId } from "../../RunEvent.js"
-import type { BusConfig, BusConnectFailed } from "./NatsBus.js"
+import type { BusConfig, NodeSettings } from "./BusConfig.js"
+import type { BusConnectFailed } from "./NatsBus.js"
 import * as NatsBus from "./NatsBus.js"
 import { NatsConnection } from "./NatsBus.js"
 import * as P from "./protocol.js"
 
-/** The `node` section of `iop node`'s config. */
-export const NodeSettings = Schema.Struct({
-  id: P.SubjectToken,
-  maxConcurrentRuns: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 8 })
-})
-export type NodeSettings = typeof NodeSettings.Type
+export { NodeSettings } from "./BusConfig.js"
 
 export interface ServeOptions {
   readonly bus: BusConfig
@@ -135,10 +130,11 @@ export const serve = (
             ),
             Effect.zipRight(RunEvent.isTerminal(event) ? Ref.set(ended, true) : Effect.void)
           )
-        // Interrupting the node's stream aborts the provider's upstream request.
+        // One race for the whole run (not a per-event merge); the loser, the node's stream, is interrupted,
+        // which aborts the provider's upstream request.
         yield* node.execute(start.runId, start.request).pipe(
-          Stream.interruptWhen(Deferred.await(cancel)),
-          Stream.runForEach(send)
+          Stream.runForEach(send),
+          Effect.raceFirst(Deferred.await(cancel).pipe(Effect.asVoid))
         )
         if ((yield* Deferred.isDone(cancel)) && !(yield* Ref.get(ended))) {
           const reason = yield* Deferred.await(cancel)
@@ -146,7 +142,11 @@ export const serve = (
         }
       }).pipe(
         // A publish that fails means the edge can no longer hear this run: stop it rather than run blind.
-        Effect.catchAll((e) => Effect.logWarning("run stopped: its events cannot be published", e.message)),
+        Effect.catchAll((e) =>
+          Effect.logWarning("run stopped: its events cannot be published").pipe(
+            Effect.annotateLogs({ error: e.message })
+          )
+        ),
         Effect.ensuring(Ref.update(state, removeRun(start.runId))),
         Effect.annotateLogs({ runId: start.runId, edgeId: start.edgeId, nodeId: options.nodeId })
       )
@@ -229,12 +229,16 @@ export const serve = (
     const run = S.run(options.nodeId)
     yield* inbox.pipe(
       Stream.runForEach((msg) => (msg.subject === run ? onRunStart(msg) : onCancel(msg))),
-      Effect.catchAll((e) => Effect.logError("node inbox subscription ended", e.message)),
+      Effect.catchAll((e) =>
+        Effect.logError("node inbox subscription ended").pipe(Effect.annotateLogs({ error: e.message }))
+      ),
       Effect.forkScoped
     )
     yield* edgeBeats.pipe(
       Stream.runForEach(onEdgeHeartbeat),
-      Effect.catchAll((e) => Effect.logError("edge heartbeat subscription ended", e.message)),
+      Effect.catchAll((e) =>
+        Effect.logError("edge heartbeat subscription ended").pipe(Effect.annotateLogs({ error: e.message }))
+      ),
       Effect.forkScoped
     )
     const tick = Duration.millis(Math.max(10, Math.floor(timeoutMs / 3)))
@@ -289,7 +293,11 @@ export const nodeLayer = (options: {
   Layer.scopedDiscard(
     Effect.gen(function* () {
       const nodeId = NodeId.make(options.node.id)
-      const node = yield* Node.make({ id: nodeId, models: options.models, maxConcurrentRuns: options.node.maxConcurrentRuns })
+      const node = yield* Node.make({
+        id: nodeId,
+        models: options.models,
+        maxConcurrentRuns: options.node.maxConcurrentRuns
+      })
       yield* serve(node, {
         bus: options.bus,
         nodeId,

@@ -4,6 +4,7 @@ import { ModelConfig } from "../../../config/EdgeConfig.js"
 import { primaryIssue } from "../../../config/parseIssues.js"
 import { NodeId, RunEvent, RunId } from "../../RunEvent.js"
 import { SubmitRunRequest } from "../../SubmitRunRequest.js"
+import { SubjectToken } from "./BusConfig.js"
 
 /**
  * The edge↔node wire over NATS: versioned JSON messages, their subjects, and
@@ -14,15 +15,7 @@ export const PROTOCOL_VERSION = 1
 
 const V = Schema.Literal(PROTOCOL_VERSION)
 
-/** One NATS subject token: ids end up inside subjects, so no dots, spaces or wildcards. */
-export const SubjectToken = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9_-]+$/, { message: () => "letters, digits, '_' or '-' (used in NATS subjects)" })
-)
-
-/** A subject prefix: one or more tokens joined by dots. */
-export const SubjectPrefix = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, { message: () => "NATS subject tokens joined by '.'" })
-)
+export { SubjectPrefix, SubjectToken } from "./BusConfig.js"
 
 export const isSubjectToken = Schema.is(SubjectToken)
 
@@ -132,10 +125,8 @@ export const decoder = <A, I>(schema: Schema.Schema<A, I>) => {
     const result = decode(json.right)
     if (Either.isRight(result)) return { _tag: "Ok", value: result.right }
     const issue = primaryIssue(result.left)
-    return {
-      _tag: "Invalid",
-      message: issue === undefined ? "invalid message" : issue.path === "" ? issue.message : `${issue.path}: ${issue.message}`
-    }
+    if (issue === undefined) return { _tag: "Invalid", message: "invalid message" }
+    return { _tag: "Invalid", message: issue.path === "" ? issue.message : `${issue.path}: ${issue.message}` }
   }
 }
 
@@ -176,7 +167,8 @@ export const encode = {
 export const publicModel = (model: ModelConfig): ModelConfig => {
   const p = model.provider
   if (p.type !== "openai") return model
-  return { ...model, provider: { type: "openai", baseUrl: p.baseUrl, ...(p.model !== undefined ? { model: p.model } : {}) } }
+  const provider = { type: "openai" as const, baseUrl: p.baseUrl, ...(p.model !== undefined ? { model: p.model } : {}) }
+  return { ...model, provider }
 }
 
 // ---------------------------------------------------------------------------
