@@ -2,6 +2,7 @@ import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { ChatCompletions, ChatCompletionsLive } from "./chat/ChatCompletions.js"
 import * as EdgeConfig from "./config/EdgeConfig.js"
@@ -12,29 +13,37 @@ import { EmbeddedNode, EmbeddedNodeLive } from "./node/EmbeddedNode.js"
 import { Metrics, MetricsLive } from "./observability/Metrics.js"
 import { NodeRegistry, NodeRegistryLive } from "./run/NodeRegistry.js"
 import { RunService, RunServiceLive } from "./run/RunService.js"
+import * as EdgeTransport from "./run/transport/nats/EdgeTransport.js"
+import type { BusConnectFailed } from "./run/transport/nats/NatsBus.js"
+
+/** Remote nodes over NATS when the config has a `bus`; none otherwise. */
+const BusLive: Layer.Layer<EdgeTransport.NatsDiscovery, BusConnectFailed, EdgeConfig.EdgeConfig | NodeRegistry> =
+  Layer.unwrapEffect(EdgeConfig.EdgeConfig.pipe(Effect.map((c) => EdgeTransport.layerFromConfig(c.bus))))
 
 /**
  * The edge's services without a server: mount `HttpAppLive` on your own
  * HttpServer, or call `ChatCompletions` / `RunService` directly.
  */
 export const EdgeLive: Layer.Layer<
-  ChatCompletions | RunService | NodeRegistry | EmbeddedNode | Metrics | Lifecycle | Limits,
-  never,
+  ChatCompletions | RunService | NodeRegistry | EmbeddedNode | EdgeTransport.NatsDiscovery | Metrics | Lifecycle | Limits,
+  BusConnectFailed,
   EdgeConfig.EdgeConfig | HttpClient.HttpClient
 > = ChatCompletionsLive.pipe(
   Layer.provideMerge(RunServiceLive),
-  Layer.provideMerge(EmbeddedNodeLive),
+  Layer.provideMerge(Layer.merge(EmbeddedNodeLive, BusLive)),
   Layer.provideMerge(NodeRegistryLive),
   Layer.provideMerge(Layer.mergeAll(MetricsLive, LifecycleLive, LimitsLive))
 )
 
 /** Routes served on a given HttpServer, with graceful shutdown. */
-export const EdgeHttpLive: Layer.Layer<never, never, EdgeConfig.EdgeConfig | HttpClient.HttpClient | HttpServer.HttpServer> =
+export const EdgeHttpLive: Layer.Layer<never, BusConnectFailed, EdgeConfig.EdgeConfig | HttpClient.HttpClient | HttpServer.HttpServer> =
   // The app is installed first and removed last, so draining still answers new requests with 503.
   GracefulShutdownLive.pipe(Layer.provide(HttpAppLive), Layer.provide(EdgeLive))
 
 /** The whole edge process for a config: server on its host and port, embedded node, undici for upstreams. */
-export const serverLayer = (config: EdgeConfig.EdgeConfigShape): Layer.Layer<never, HttpServerError.ServeError> =>
+export const serverLayer = (
+  config: EdgeConfig.EdgeConfigShape
+): Layer.Layer<never, HttpServerError.ServeError | BusConnectFailed> =>
   EdgeHttpLive.pipe(
     Layer.provide(NodeServerLive),
     Layer.provide(NodeHttpClient.layerUndici),

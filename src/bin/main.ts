@@ -3,6 +3,7 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Args from "@effect/cli/Args"
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
@@ -14,7 +15,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { EdgeConfigSchema, defaultConfig } from "../config/EdgeConfig.js"
 import { resolveApiKeys } from "../config/apiKeys.js"
-import { applyOverrides, loadConfigFile } from "../config/loadConfig.js"
+import { applyOverrides, ConfigError, loadConfigFile } from "../config/loadConfig.js"
+import * as NodeServer from "../run/transport/nats/NodeServer.js"
 import { serverLayer } from "../Edge.js"
 import * as Logging from "../observability/Logging.js"
 
@@ -50,6 +52,22 @@ const edge = Command.make("edge", { config: configOption, host, port, logLevel }
   })
 ).pipe(Command.withDescription("Serve the OpenAI-compatible API with an embedded node for the config's models."))
 
+const node = Command.make("node", { config: configOption, logLevel }, (flags) =>
+  Effect.gen(function* () {
+    const config = applyOverrides(yield* resolveConfig(flags.config), { logLevel: Option.getOrUndefined(flags.logLevel) })
+    const file = Option.getOrElse(flags.config, () => "config")
+    if (config.bus === undefined) return yield* Effect.fail(new ConfigError({ file, detail: "$.bus: missing (required by iop node)" }))
+    if (config.node === undefined) return yield* Effect.fail(new ConfigError({ file, detail: "$.node: missing (required by iop node)" }))
+    const layer = NodeServer.nodeLayer({
+      bus: config.bus,
+      node: config.node,
+      models: config.models,
+      drainTimeoutMs: config.server.shutdownGraceMs
+    }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    return yield* Layer.launch(layer).pipe(Effect.provide(Logging.layer(config.log.level)))
+  })
+).pipe(Command.withDescription("Serve the config's models to edges over the message bus (`bus`, `node`)."))
+
 const schema = Command.make("schema", {}, () =>
   Console.log(JSON.stringify({ ...JSONSchema.make(EdgeConfigSchema), title: "iop edge config" }, null, 2))
 ).pipe(Command.withDescription("Print the config file's JSON Schema (for editor completion)."))
@@ -65,7 +83,7 @@ const configCommand = Command.make("config").pipe(
 
 const iop = Command.make("iop").pipe(
   Command.withDescription("iop edge: an OpenAI-compatible edge that runs every chat completion as a run on a node."),
-  Command.withSubcommands([edge, configCommand])
+  Command.withSubcommands([edge, node, configCommand])
 )
 
 const cli = Command.run(iop, { name: "iop", version: VERSION })
@@ -85,6 +103,7 @@ const hasTag = (u: unknown, tag: string): boolean =>
 const program = cli(process.argv).pipe(
   Effect.tapErrorTag("ConfigError", (e) => Console.error(`iop: bad config: ${e.message}`)),
   Effect.tapErrorTag("ServeError", (e) => Console.error(`iop: cannot listen: ${String(e.cause)}`)),
+  Effect.tapErrorTag("BusConnectFailed", (e) => Console.error(`iop: ${e.message}`)),
   Effect.provide(NodeContext.layer)
 )
 

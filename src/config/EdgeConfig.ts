@@ -2,6 +2,7 @@ import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { TEXT_FORMATS } from "../chat/toolcalls/types.js"
+import { BusConfig, NodeSettings } from "../run/transport/nats/BusConfig.js"
 
 /** The JSON config file of `iop edge` (see docs/configuration.md). Unknown keys are errors. */
 
@@ -128,7 +129,11 @@ export const EdgeConfigSchema = Schema.Struct({
   models: Schema.optionalWith(
     Schema.Array(ModelConfig).pipe(Schema.filter(uniqueModelIds)),
     { default: () => [defaultEchoModel()] }
-  )
+  ),
+  /** Nodes on other machines, reached over NATS (`iop edge`), or the bus a node serves on (`iop node`). */
+  bus: Schema.optional(BusConfig),
+  /** `iop node` only: this node's id and capacity. */
+  node: Schema.optional(NodeSettings)
 })
 export type EdgeConfigShape = typeof EdgeConfigSchema.Type
 

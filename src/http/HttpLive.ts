@@ -16,6 +16,7 @@ import { EdgeConfig } from "../config/EdgeConfig.js"
 import { EmbeddedNode } from "../node/EmbeddedNode.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
+import type { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
 import { Lifecycle } from "./Lifecycle.js"
 import type { Limits } from "./Limits.js"
 import { makeRoutes } from "./routes.js"
@@ -52,7 +53,7 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) 
 export const HttpAppLive: Layer.Layer<
   never,
   never,
-  HttpServer.HttpServer | EdgeConfig | ChatCompletions | Metrics | Lifecycle | NodeRegistry | Limits
+  HttpServer.HttpServer | EdgeConfig | ChatCompletions | Metrics | Lifecycle | NodeRegistry | Limits | NatsDiscovery
 > = Layer.unwrapEffect(
   Effect.gen(function* () {
     const router = yield* makeRoutes

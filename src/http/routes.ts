@@ -10,6 +10,8 @@ import type { StreamItem } from "../chat/chunks.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
 import { Metrics } from "../observability/Metrics.js"
 import { NodeRegistry } from "../run/NodeRegistry.js"
+import { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
+import * as Option from "effect/Option"
 import { allows, makeKeyCheck } from "./Auth.js"
 import { Limits } from "./Limits.js"
 import { ModelNotFound } from "../chat/errors.js"
@@ -86,6 +88,7 @@ export const makeRoutes = Effect.gen(function* () {
   const metrics = yield* Metrics
   const lifecycle = yield* Lifecycle
   const registry = yield* NodeRegistry
+  const discovery = yield* NatsDiscovery
   const checkKey = makeKeyCheck(config.server.apiKeys)
   const limits = yield* Limits
 
@@ -104,7 +107,9 @@ export const makeRoutes = Effect.gen(function* () {
     const text = yield* readBody(config.server.maxBodyBytes)
     const wire = yield* decodeBody(text)
     if (!allows(check, wire.model)) return yield* Effect.fail(new ModelNotFound({ model: wire.model }))
-    const request = yield* toChatRequest(config, wire)
+    const local = config.models.some((m) => m.id === wire.model)
+    const announced = local ? Option.none() : yield* discovery.findModel(wire.model)
+    const request = yield* toChatRequest(config, wire, Option.getOrUndefined(announced))
     yield* Effect.annotateLogsScoped({ model: request.submit.model, stream: request.stream })
     yield* limits.acquire(check._tag === "Granted" ? check.key : undefined)
     if (!request.stream) return HttpServerResponse.unsafeJson(yield* chat.complete(request))
@@ -114,11 +119,13 @@ export const makeRoutes = Effect.gen(function* () {
 
   const models = Effect.gen(function* () {
     const check = yield* guard
+    const remote = Array.from((yield* discovery.announcedModels).values()).flat().map((m) => m.id)
+    const ids = [...new Set([...config.models.map((m) => m.id), ...remote])]
     return HttpServerResponse.unsafeJson({
       object: "list",
-      data: config.models
-        .filter((m) => allows(check, m.id))
-        .map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "iop" }))
+      data: ids
+        .filter((id) => allows(check, id))
+        .map((id) => ({ id, object: "model", created: 0, owned_by: "iop" }))
     })
   }).pipe(Effect.catchAll(errorResponse))
 

@@ -6,7 +6,7 @@ import { ModelNotFound } from "../chat/errors.js"
 import { outputPolicy, type ReasoningField } from "../chat/policy.js"
 import { toolChoiceMode } from "../chat/toolcalls/validate.js"
 import type { RequestTool } from "../chat/toolcalls/types.js"
-import type { EdgeConfigShape } from "../config/EdgeConfig.js"
+import type { EdgeConfigShape, ModelConfig } from "../config/EdgeConfig.js"
 import { primaryIssue } from "../config/parseIssues.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
 import { InvalidRequest } from "./errors.js"
@@ -39,9 +39,11 @@ const defined = <T>(value: T | null | undefined): T | undefined => (value === nu
 /** Resolves the model and decides everything the chat plane needs for one request. */
 export const toChatRequest = (
   config: EdgeConfigShape,
-  wire: ChatCompletionRequest
+  wire: ChatCompletionRequest,
+  /** The model's config as a remote node announced it, for models not in the edge's own config. */
+  announced?: ModelConfig
 ): Effect.Effect<ChatRequest & { readonly stream: boolean }, ModelNotFound | InvalidRequest> => {
-  const model = config.models.find((m) => m.id === wire.model)
+  const model = config.models.find((m) => m.id === wire.model) ?? announced
   if (model === undefined) return Effect.fail(new ModelNotFound({ model: wire.model }))
   const wireTools = wire.tools ?? []
   const tools: ReadonlyArray<RequestTool> = wireTools.map((t) => ({

@@ -19,6 +19,7 @@ export interface NodeConnection {
   readonly id: NodeId
   readonly models: ReadonlyArray<string>
   readonly maxConcurrentRuns: number
+  /** May fail with NodeUnavailable, and only before its first event (the run did not start). */
   readonly start: (runId: RunId, request: SubmitRunRequest) => Stream.Stream<RunEvent, RunError>
 }
 
@@ -50,8 +51,11 @@ export declare namespace NodeRegistry {
   export interface Service {
     /** Adds a node until the scope closes; its runs fail with `node disconnected` when it leaves. */
     readonly register: (node: NodeConnection) => Effect.Effect<void, never, Scope.Scope>
-    /** Takes a slot on the least-busy live node serving `model`, released when the scope closes. */
-    readonly acquire: (model: string) => Effect.Effect<NodeLease, SubmitError, Scope.Scope>
+    /** Takes a slot on the least-busy live node serving `model` (not in `exclude`), released when the scope closes. */
+    readonly acquire: (
+      model: string,
+      exclude?: ReadonlySet<NodeId>
+    ) => Effect.Effect<NodeLease, SubmitError, Scope.Scope>
     readonly nodes: Effect.Effect<ReadonlyArray<NodeStatus>>
     readonly events: Stream.Stream<NodeEvent>
   }
@@ -67,11 +71,15 @@ const status = (e: Entry): NodeStatus => ({
 })
 
 /** Least busy by load ratio, then by in-flight count; nodes at capacity are skipped. */
-export const selectNode = (entries: Iterable<Entry>, model: string): Entry | "none" | "full" => {
+export const selectNode = (
+  entries: Iterable<Entry>,
+  model: string,
+  exclude?: ReadonlySet<NodeId>
+): Entry | "none" | "full" => {
   let best: Entry | undefined
   let serves = false
   for (const e of entries) {
-    if (!e.node.models.includes(model)) continue
+    if (!e.node.models.includes(model) || exclude?.has(e.node.id) === true) continue
     serves = true
     if (e.inFlight >= e.node.maxConcurrentRuns) continue
     if (best === undefined || load(e) < load(best) || (load(e) === load(best) && e.inFlight < best.inFlight)) best = e
@@ -112,10 +120,10 @@ export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* ()
         )
     ).pipe(Effect.asVoid)
 
-  const acquire = (model: string) =>
+  const acquire = (model: string, exclude?: ReadonlySet<NodeId>) =>
     Effect.acquireRelease(
       Ref.modify(entries, (m): readonly [Entry | "none" | "full", Map<NodeId, Entry>] => {
-        const chosen = selectNode(m.values(), model)
+        const chosen = selectNode(m.values(), model, exclude)
         if (typeof chosen === "string") return [chosen, m]
         return [chosen, new Map(m).set(chosen.node.id, { ...chosen, inFlight: chosen.inFlight + 1 })]
       }).pipe(

@@ -33,4 +33,18 @@ export class StreamClosed extends Schema.TaggedError<StreamClosed>()("StreamClos
   }
 }
 
-export type RunError = NodeDisconnected | StreamClosed
+/**
+ * The node refused the run (at capacity, draining, model not served) or did
+ * not answer. Raised only before the run's first event: nothing ran, so the
+ * RunService may try another node.
+ */
+export class NodeUnavailable extends Schema.TaggedError<NodeUnavailable>()("NodeUnavailable", {
+  nodeId: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `node ${this.nodeId} is unavailable: ${this.reason}`
+  }
+}
+
+export type RunError = NodeDisconnected | StreamClosed | NodeUnavailable

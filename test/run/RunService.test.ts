@@ -11,6 +11,7 @@ import { type NodeConnection, NodeRegistry, NodeRegistryLive } from "../../src/r
 import * as RunEvent from "../../src/run/RunEvent.js"
 import { NodeId } from "../../src/run/RunEvent.js"
 import { RunService, RunServiceLive } from "../../src/run/RunService.js"
+import { NodeUnavailable } from "../../src/run/errors.js"
 import type { SubmitRunRequest } from "../../src/run/SubmitRunRequest.js"
 
 const request = (model: string): SubmitRunRequest => ({ model, messages: [], tools: [], sampling: {}, metadata: {} })
@@ -111,6 +112,30 @@ describe("RunService", () => {
       expect(Chunk.toReadonlyArray(ok).map((e) => e._tag)).toEqual(["Delta", "Complete"])
       const broken = yield* Effect.either(Stream.runCollect((yield* runs.submit(request("broken"))).events))
       expect(Either.isLeft(broken) && broken.left._tag).toBe("StreamClosed")
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("a node that refuses before the first event is skipped; its slot is released", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const refusing: NodeConnection = {
+        id: NodeId.make("a"),
+        models: ["m"],
+        maxConcurrentRuns: 1,
+        start: () => Stream.fail(new NodeUnavailable({ nodeId: "a", reason: "at capacity" }))
+      }
+      yield* registry.register(refusing)
+      yield* registry.register(scriptedNode("b", ["m"], Stream.make(RunEvent.delta("x"), RunEvent.cancelled("done")), 5).connection)
+      const events = yield* Effect.scoped(runs.submit(request("m")).pipe(Effect.flatMap((h) => Stream.runCollect(h.events))))
+      expect(Chunk.toReadonlyArray(events).map((e) => e._tag)).toEqual(["Delta", "Cancelled"])
+      const alone = yield* Effect.either(Effect.scoped(runs.submit(request("m")).pipe(
+        Effect.tap(() => registry.nodes.pipe(Effect.map((ns) => ns.find((n) => n.id === "a")?.inFlight))),
+        Effect.flatMap((h) => Stream.runCollect(h.events))
+      )))
+      expect(Either.isRight(alone)).toBe(true)
+      const status = yield* registry.nodes
+      expect(status.map((s) => s.inFlight)).toEqual([0, 0])
     }).pipe(Effect.provide(RunPlane))
   )
 })

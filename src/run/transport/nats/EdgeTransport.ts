@@ -10,12 +10,12 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
-import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import { randomBytes } from "node:crypto"
 import type { ModelConfig } from "../../../config/EdgeConfig.js"
+import { NodeUnavailable } from "../../errors.js"
 import { type NodeConnection, NodeRegistry } from "../../NodeRegistry.js"
 import * as RunEvent from "../../RunEvent.js"
 import type { NodeId, RunId } from "../../RunEvent.js"
@@ -26,15 +26,7 @@ import * as NatsBus from "./NatsBus.js"
 import { NatsConnection } from "./NatsBus.js"
 import * as P from "./protocol.js"
 
-/** The node refused the run or did not answer: nothing ran, so another node may be tried. */
-export class NodeUnavailable extends Schema.TaggedError<NodeUnavailable>()("NodeUnavailable", {
-  nodeId: Schema.String,
-  reason: Schema.String
-}) {
-  override get message(): string {
-    return `node ${this.nodeId} is unavailable: ${this.reason}`
-  }
-}
+export { NodeUnavailable }
 
 export interface RemoteNode {
   readonly edgeId: string
@@ -180,9 +172,7 @@ export const discover = (
         id: a.nodeId,
         models: a.models.map((m) => m.id),
         maxConcurrentRuns: a.maxConcurrentRuns,
-        // Until RunError includes NodeUnavailable (see the report), a refusal reaches the caller as a failed run.
-        start: (runId, request) =>
-          start(runId, request).pipe(Stream.catchTag("NodeUnavailable", (e) => Stream.make(RunEvent.failed(e.message))))
+        start
       }
     }
 
