@@ -135,7 +135,7 @@ const faultsSection = async (): Promise<ReadonlyArray<FaultRow>> => {
       const e = await spawnEdge(config)
       edges.push(e)
       return e
-    }, SIGTERM_STREAMS, 1_000)
+    }, SIGTERM_STREAMS, 1_000, 120_000)
     rows.push(sigterm)
     log(`  ${sigterm.fault}: ${JSON.stringify(sigterm.outcomes)} exit ${String(sigterm.exitCode)} ${sigterm.violations.length === 0 ? "ok" : `${sigterm.violations.length} violations`}`)
     return rows
@@ -195,7 +195,7 @@ const main = async () => {
   out.push("", "== streams (edge process) ==")
   out.push(
     table(
-      ["phase", "streams held", "streams done", "failed", "tokens/s", "stream p50 ms", "stream p99 ms", "edge active max", "idle after ms", "upstream ends"],
+      ["phase", "streams held", "streams done", "failed", "tokens/s", "stream p50 ms", "stream p99 ms", "edge active max", "loop lag max ms", "idle after ms", "upstream ends"],
       streams.phases.map((p) => [
         p.phase,
         `${p.heldMin}–${p.heldMax}`,
@@ -205,6 +205,7 @@ const main = async () => {
         fixed(p.streamMs.p50, 0),
         fixed(p.streamMs.p99, 0),
         String(p.edgeActiveStreamsMax),
+        fixed(p.eventLoopLagMaxMs, 0),
         p.idleAfterMs === undefined ? "NOT IDLE" : String(p.idleAfterMs),
         p.upstreamEnds === undefined ? "" : countOf(p.upstreamEnds)
       ])
@@ -217,7 +218,7 @@ const main = async () => {
   out.push("", "== faults ==")
   out.push(
     table(
-      ["fault", "trials", "client outcomes", "upstream requests", "max abort lag ms", "violations", "ms"],
+      ["fault", "trials", "client outcomes", "upstream requests", "max abort lag ms", "violations", "ms", "note"],
       faults.map((f) => [
         f.fault,
         String(f.trials),
@@ -225,7 +226,8 @@ const main = async () => {
         countOf(f.upstream),
         f.maxAbortLagMs === undefined ? "" : String(f.maxAbortLagMs),
         String(f.violations.length),
-        String(f.ms)
+        String(f.ms),
+        f.note ?? ""
       ])
     )
   )

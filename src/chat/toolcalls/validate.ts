@@ -24,7 +24,9 @@ type Draft = "2020" | "2019" | "07"
 type AnyAjv = Ajv | Ajv2019 | Ajv2020
 
 // addUsedSchema: false, so schemas of different requests that share an `$id` do not collide in the instance.
-const OPTIONS: Options = { strict: false, allErrors: false, addUsedSchema: false }
+// allErrors: true checks properties one after another; false nests a block per property, which overflows the stack
+// on schemas with thousands of properties.
+const OPTIONS: Options = { strict: false, allErrors: true, addUsedSchema: false }
 const instances = new Map<Draft, AnyAjv>()
 
 const instance = (draft: Draft): AnyAjv => {

@@ -57,6 +57,9 @@ export const make = (options: Options): Effect.Effect<Provider, never, HttpClien
     const inputs = (request: SubmitRunRequest): Stream.Stream<Mapper.StreamInput> =>
       Stream.unwrapScoped(
         scopedClient.execute(httpRequest(request)).pipe(
+          // An upstream may close an idle keep-alive connection just as it is reused; no byte of an answer
+          // came back, so the request is sent once more on a fresh connection.
+          Effect.retry({ times: 1, while: isStaleConnection }),
           Effect.flatMap((response) =>
             response.status >= 200 && response.status < 300
               ? Effect.succeed(bodyInputs(response))
@@ -92,6 +95,12 @@ export const make = (options: Options): Effect.Effect<Provider, never, HttpClien
 
     return { run }
   })
+
+/** A transport failure before any response: the pooled socket was closed by the other side. */
+const isStaleConnection = (error: HttpClientError.HttpClientError): boolean =>
+  error._tag === "RequestError" &&
+  error.reason === "Transport" &&
+  /other side closed|ECONNRESET|socket hang up|UND_ERR_SOCKET/i.test(describeError(error))
 
 const transportFailed = (message: string): Mapper.StreamInput => ({ _tag: "TransportFailed", message })
 

@@ -214,9 +214,16 @@ export const discover = (
         m.get(l.nodeId)?.instanceId === l.instanceId ? drop(l.nodeId, "left")(m) : Effect.succeed(m)
       )
 
+    // A check whose own timer fired late found the event loop busy: announcements may be waiting unread in the
+    // subscription, so it judges nobody this round (a busy edge must not drop live nodes and fail their runs).
+    const watchInterval = Math.max(10, Math.floor(timeoutMs / 4))
+    let lastWatch: number | undefined
     const watchNodes = SynchronizedRef.updateEffect(known, (m) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
+        const late = lastWatch !== undefined && now - lastWatch > watchInterval * 1.5
+        lastWatch = now
+        if (late) return m
         let next = m
         for (const [nodeId, k] of m) {
           if (now - k.lastSeen > timeoutMs) next = yield* drop(nodeId, "missed its heartbeats")(next)
@@ -250,7 +257,7 @@ export const discover = (
     )
     const every = (divisor: number) => Schedule.spaced(Duration.millis(Math.max(10, Math.floor(timeoutMs / divisor))))
     yield* heartbeat.pipe(Effect.repeat(every(3)), Effect.forkScoped)
-    yield* watchNodes.pipe(Effect.repeat(every(4)), Effect.forkScoped)
+    yield* watchNodes.pipe(Effect.repeat(Schedule.spaced(Duration.millis(watchInterval))), Effect.forkScoped)
     yield* Effect.logInfo("edge discovering nodes over NATS").pipe(Effect.annotateLogs({ edgeId }))
 
     const announcedModels = SynchronizedRef.get(known).pipe(
