@@ -64,10 +64,11 @@ export const make: Effect.Effect<RunService.Service, never, NodeRegistry> = Effe
     const attempt = (
       lease: NodeLease,
       leaseScope: Scope.CloseableScope,
-      tried: ReadonlySet<NodeId>
+      tried: ReadonlySet<NodeId>,
+      sent: SubmitRunRequest
     ): Stream.Stream<RunEvent, RunError> => {
       const nodeGone = lease.gone.pipe(Effect.zipRight(Effect.fail(new NodeDisconnected({ nodeId: lease.node.id }))))
-      return lease.node.start(runId, request).pipe(
+      return lease.node.start(runId, sent).pipe(
         // A transport that closes without a terminal event is a broken stream, not a success.
         Stream.concat(Stream.fail(new StreamClosed())),
         Stream.takeUntil(isTerminal),
@@ -83,14 +84,24 @@ export const make: Effect.Effect<RunService.Service, never, NodeRegistry> = Effe
               Effect.zipRight(leaseIn(excluded)),
               Effect.match({
                 onFailure: () => Stream.fail(e),
-                onSuccess: (next) => attempt(next.lease, next.leaseScope, excluded)
+                // The next node is told which attempt this is and which node refused it.
+                onSuccess: (next) =>
+                  attempt(next.lease, next.leaseScope, excluded, {
+                    ...sent,
+                    metadata: {
+                      ...sent.metadata,
+                      node_attempt: String(excluded.size + 1),
+                      failed_node_id: lease.node.id,
+                      node_failure: e.reason
+                    }
+                  })
               })
             )
           )
         })
       )
     }
-    return { dispatch, events: attempt(first.lease, first.leaseScope, new Set()) } satisfies RunHandle
+    return { dispatch, events: attempt(first.lease, first.leaseScope, new Set(), request) } satisfies RunHandle
   })
 
   return { submit }

@@ -27,17 +27,19 @@ const scriptedNode = (
 ) => {
   const started: Array<string> = []
   const stopped: Array<string> = []
+  const requests: Array<SubmitRunRequest> = []
   const connection: NodeConnection = {
     id: NodeId.make(id),
     models,
     maxConcurrentRuns,
-    start: (runId) =>
+    start: (runId, request) =>
       script.pipe(
+        Stream.onStart(Effect.sync(() => requests.push(request))),
         Stream.onStart(Effect.sync(() => started.push(runId))),
         Stream.ensuringWith((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? 0 : stopped.push(runId))))
       )
   }
-  return { connection, started, stopped }
+  return { connection, started, stopped, requests }
 }
 
 describe("RunService", () => {
@@ -126,9 +128,11 @@ describe("RunService", () => {
         start: () => Stream.fail(new NodeUnavailable({ nodeId: "a", reason: "at capacity" }))
       }
       yield* registry.register(refusing)
-      yield* registry.register(scriptedNode("b", ["m"], Stream.make(RunEvent.delta("x"), RunEvent.cancelled("done")), 5).connection)
+      const b = scriptedNode("b", ["m"], Stream.make(RunEvent.delta("x"), RunEvent.cancelled("done")), 5)
+      yield* registry.register(b.connection)
       const events = yield* Effect.scoped(runs.submit(request("m")).pipe(Effect.flatMap((h) => Stream.runCollect(h.events))))
       expect(Chunk.toReadonlyArray(events).map((e) => e._tag)).toEqual(["Delta", "Cancelled"])
+      expect(b.requests[0]?.metadata).toEqual({ node_attempt: "2", failed_node_id: "a", node_failure: "at capacity" })
       const alone = yield* Effect.either(Effect.scoped(runs.submit(request("m")).pipe(
         Effect.tap(() => registry.nodes.pipe(Effect.map((ns) => ns.find((n) => n.id === "a")?.inFlight))),
         Effect.flatMap((h) => Stream.runCollect(h.events))
