@@ -4,7 +4,9 @@
  * so only ratios to that baseline mean much), then memory per idle open
  * stream, then the filter micro-benchmarks. Prints tables and writes
  * `bench/results.json`. `BENCH_PROFILE=1` also CPU-profiles the edge during
- * the throughput runs and prints where its time goes.
+ * the throughput runs and prints where its time goes. Between throughput and
+ * memory, the NATS path (edge → nats-server → node) against the edge's embedded
+ * node (bench/nats.ts); `BENCH_NATS=0` skips it.
  */
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
@@ -27,6 +29,7 @@ import {
   stop,
   waitHealthy
 } from "./procs.js"
+import { measureNats, NATS_SERVER, natsChecks, type NatsFigures, natsTable } from "./nats.js"
 import { formatSummary, type ProfileSummary, summarise } from "./profile.js"
 import { measureReasoningFilters, type ReasoningFiltersFigures } from "./reasoningFilters.js"
 import { fixed, percentile, table } from "./table.js"
@@ -96,6 +99,7 @@ const root = resolve(here, "../..")
 const edgeMain = resolve(here, "../src/bin/main.js")
 const agentFlags = ["--expose-gc", "--import", pathToFileURL(resolve(here, "childAgent.js")).href]
 const profiling = process.env["BENCH_PROFILE"] === "1"
+const natsEnabled = process.env["BENCH_NATS"] !== "0"
 const profileDir = join(root, "dist-bench", "profiles")
 
 const log = (text: string) => process.stdout.write(`${text}\n`)
@@ -412,6 +416,8 @@ interface Check {
   readonly target: string
   readonly value: number
   readonly limit: number
+  /** The limit is a floor (≥), not a ceiling. */
+  readonly atLeast?: boolean
   readonly pass: boolean
 }
 
@@ -482,7 +488,7 @@ const main = async () => {
     writeFileSync(configFile, JSON.stringify(edgeConfig(upstream.port)))
     if (profiling) mkdirSync(profileDir, { recursive: true })
 
-    log(`\n[1/3] throughput: ${TOKENS}-token streams, ${ROUNDS} rounds per configuration (paced: ${PACE_MS} ms between tokens)`)
+    log(`\n[1/4] throughput: ${TOKENS}-token streams, ${ROUNDS} rounds per configuration (paced: ${PACE_MS} ms between tokens)`)
     const profileSince = Date.now()
     const baseline = await startBaseline(upstream.port)
     const edge = await startEdge(configFile, profiling)
@@ -496,7 +502,37 @@ const main = async () => {
       if (file !== undefined) profile = summarise(file, 30)
     }
 
-    log(`\n[2/3] memory: ${IDLE_STREAMS} open idle streams through each relay (fresh processes)`)
+    let nats: NatsFigures | undefined
+    let natsFailure: string | undefined
+    if (!natsEnabled) log("\n[2/4] NATS path: skipped (BENCH_NATS=0)")
+    else {
+      log(`\n[2/4] NATS path: edge → nats-server → node vs the edge's embedded node (${NATS_SERVER}, fresh processes)`)
+      const inProcess = await startEdge(configFile, false)
+      try {
+        nats = await measureNats({
+          upstreamPort: upstream.port,
+          inProcess: { port: inProcess.port, proc: inProcess.proc! },
+          startEdge: async (file) => {
+            const edge = await startEdge(file, false)
+            return { port: edge.port, proc: edge.proc! }
+          },
+          edgeMain,
+          nodeFlags: agentFlags,
+          tmp,
+          tokens: TOKENS,
+          log
+        })
+      } catch (error) {
+        // Keep the rest of the report, as for the idle streams.
+        natsFailure = error instanceof Error ? error.message : String(error)
+        log(`  NATS path: FAILED: ${natsFailure}`)
+      } finally {
+        await stop(inProcess.proc!)
+      }
+    }
+    const natsDone = performance.now()
+
+    log(`\n[3/4] memory: ${IDLE_STREAMS} open idle streams through each relay (fresh processes)`)
     const idle: Array<IdleFigures> = []
     const idleFailures: Array<{ readonly relay: string; readonly error: string }> = []
     for (const start of [() => startBaseline(upstream.port), () => startEdge(configFile, false)]) {
@@ -516,24 +552,39 @@ const main = async () => {
     }
     await stop(upstream.proc)
     const memoryDone = performance.now()
+    const natsS = (natsDone - throughputDone) / 1000
 
-    log("\n[3/3] filters (in this process)")
+    log("\n[4/4] filters (in this process)")
     const toolText: ToolTextFigures = measureToolTextThroughput()
     const reasoning: ReasoningFiltersFigures = measureReasoningFilters()
     const phases = {
       throughputS: (throughputDone - started) / 1000,
-      memoryS: (memoryDone - throughputDone) / 1000,
+      natsS,
+      memoryS: (memoryDone - natsDone) / 1000,
       filtersS: (performance.now() - memoryDone) / 1000
     }
 
     const results = [
       ...checks(rows, idle),
-      ...idleFailures.map((f) => ({ target: `${f.relay}: held ${IDLE_STREAMS} idle streams`, value: Number.NaN, limit: 0, pass: false }))
+      ...idleFailures.map((f) => ({ target: `${f.relay}: held ${IDLE_STREAMS} idle streams`, value: Number.NaN, limit: 0, pass: false })),
+      ...(nats === undefined ? [] : natsChecks(nats)),
+      ...(nats === undefined ? [] : (() => {
+        const errors = nats.rows.reduce((total, r) => total + r.errors, 0)
+        return [{ target: "NATS phase: failed or short streams", value: errors, limit: 0, pass: errors === 0 }]
+      })()),
+      ...(natsFailure === undefined ? [] : [{ target: "NATS path ran", value: Number.NaN, limit: 0, pass: false }])
     ]
     log("\n== relay throughput, CPU and time to first token ==")
     log("(relay CPU = utime+stime of the relay process from /proc; added = relay TTFT − direct TTFT at the same percentile;")
     log(" reads/stream = response body reads per stream at the client: ~260 means one write per SSE event)")
     log(throughputTable(rows))
+    if (nats !== undefined) {
+      log("\n== NATS path: edge → nats-server → node vs edge with embedded node (in-process), same run ==")
+      log("(CPU = utime+stime from /proc of edge (in-process) or edge + node (NATS), per 1k tokens; CPU ratio = NATS ÷ in-process;")
+      log(" nats-server CPU apart; added = NATS − in-process at the same percentile; n = TTFT samples)")
+      log(natsTable(nats))
+    }
+    if (natsFailure !== undefined) log(`\nNATS path: FAILED: ${natsFailure}`)
     log(`\n== memory per open idle stream (${IDLE_STREAMS} streams held open, upstream stalled after the first token) ==`)
     log(idleTable(idle))
     for (const f of idleFailures) log(`${f.relay}: FAILED: ${f.error}`)
@@ -552,7 +603,7 @@ const main = async () => {
     log("\n== targets ==")
     log(table(
       ["target", "value", "limit", ""],
-      results.map((c) => [c.target, fixed(c.value, 2), `≤ ${c.limit}`, c.pass ? "PASS" : "MISS"])
+      results.map((c: Check) => [c.target, fixed(c.value, 2), `${c.atLeast === true ? "≥" : "≤"} ${c.limit}`, c.pass ? "PASS" : "MISS"])
     ))
     if (profile !== undefined) {
       log(`\n== edge CPU profile (throughput runs) ==\n${formatSummary(profile)}`)
@@ -577,6 +628,7 @@ const main = async () => {
           phases,
           settings: { tokens: TOKENS, rounds: ROUNDS, runMs: RUN_MS, paceMs: PACE_MS, idleStreams: IDLE_STREAMS, fdLimit: limits },
           throughput: rows,
+          nats: nats ?? (natsFailure === undefined ? "skipped" : { failed: natsFailure }),
           idle,
           idleFailures,
           filters: { toolText, reasoning },
@@ -588,7 +640,7 @@ const main = async () => {
       )}\n`
     )
     log(
-      `\n${fixed(seconds, 0)} s (throughput ${fixed(phases.throughputS, 0)} s, memory ${fixed(phases.memoryS, 0)} s, ` +
+      `\n${fixed(seconds, 0)} s (throughput ${fixed(phases.throughputS, 0)} s, NATS ${fixed(phases.natsS, 0)} s, memory ${fixed(phases.memoryS, 0)} s, ` +
         `filters ${fixed(phases.filtersS, 0)} s); load average now ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; wrote ${file}`
     )
   } finally {

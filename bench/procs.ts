@@ -34,8 +34,11 @@ export const spawnNode = (
   script: string,
   args: ReadonlyArray<string>,
   nodeFlags: ReadonlyArray<string> = []
-): Proc => {
-  const child = spawn(process.execPath, [...nodeFlags, script, ...args], { stdio: ["ignore", "pipe", "pipe", "ipc"] })
+): Proc => spawnProc(name, process.execPath, [...nodeFlags, script, ...args], true)
+
+/** Any executable as a bench child (killed with the bench); `ipc` only for node children. */
+export const spawnProc = (name: string, command: string, args: ReadonlyArray<string>, ipc = false): Proc => {
+  const child = spawn(command, args, { stdio: ipc ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"] })
   live.add(child)
   const exited = new Promise<void>((resolve) =>
     child.once("exit", () => {
