@@ -13,7 +13,7 @@ import type { SubmitError } from "../run/errors.js"
 import { type RunHandle, RunService } from "../run/RunService.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
 import * as Chunks from "./chunks.js"
-import { type RunOutcomeError, RunFailed, RunTimedOut, ToolValidationRetryFailed } from "./errors.js"
+import { NoNodeAccepted, type RunOutcomeError, RunFailed, RunTimedOut, ToolValidationRetryFailed } from "./errors.js"
 import type { OutputPolicy } from "./policy.js"
 import { RunTally } from "./RunTally.js"
 import * as Session from "./session.js"
@@ -79,6 +79,7 @@ const outcomeOf = (terminal: Session.Terminal | undefined): Outcome => {
     case "ToolValidationRetryFailed":
       return "tool_validation_error"
     case "RunFailed":
+    case "NoNodeAccepted":
       return "error"
   }
 }
@@ -104,7 +105,15 @@ export const make = Effect.gen(function* () {
     handle.events.pipe(
       Stream.timeoutFail(() => new RunTimedOut({ idleMs: config.runs.idleTimeoutMs }), idle),
       Stream.catchAll((e) =>
-        Stream.make(Session.outcome(e._tag === "RunTimedOut" ? e : new RunFailed({ reason: e.message })))
+        Stream.make(
+          Session.outcome(
+            e._tag === "RunTimedOut"
+              ? e
+              : e._tag === "NodeUnavailable"
+              ? new NoNodeAccepted({ reason: e.reason })
+              : new RunFailed({ reason: e.message })
+          )
+        )
       ),
       Stream.mapChunks((chunk) => {
         tally.arrived(chunk)

@@ -39,5 +39,12 @@ export class ToolValidationRetryFailed extends Schema.TaggedError<ToolValidation
   }
 }
 
+/** Every node offered the run refused it (all at capacity or draining) before it produced anything. */
+export class NoNodeAccepted extends Schema.TaggedError<NoNodeAccepted>()("NoNodeAccepted", { reason: Schema.String }) {
+  override get message(): string {
+    return `no node could take the run: ${this.reason}`
+  }
+}
+
 /** A failure that ends a response after its run started. */
-export type RunOutcomeError = RunFailed | RunTimedOut | ToolValidationFailed | ToolValidationRetryFailed
+export type RunOutcomeError = RunFailed | RunTimedOut | ToolValidationFailed | ToolValidationRetryFailed | NoNodeAccepted

@@ -45,6 +45,7 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
       return { status: 404, body: body(e.message, "invalid_request_error", "model", "model_not_found") }
     case "NoNodeForModel":
     case "NodesAtCapacity":
+    case "NoNodeAccepted":
     case "ShuttingDown":
       return { status: 503, body: body(e.message, "service_unavailable", null, "service_unavailable") }
     case "RunFailed":
@@ -63,6 +64,7 @@ export const toSseError = (e: RunOutcomeError): { readonly error: { readonly typ
   switch (e._tag) {
     case "RunFailed":
     case "RunTimedOut":
+    case "NoNodeAccepted":
       return { error: { type: "run_error", message: e.message } }
     case "ToolValidationFailed":
       return { error: { type: "tool_validation_error", message: e.message } }

@@ -13,7 +13,7 @@ import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { decodeBody, toChatRequest } from "../../src/http/toChatRequest.js"
 import { MetricsTest } from "../../src/observability/Metrics.js"
-import { NodeDisconnected, NoNodeForModel, StreamClosed } from "../../src/run/errors.js"
+import { NodeDisconnected, NodeUnavailable, NoNodeForModel, StreamClosed } from "../../src/run/errors.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
 import { eventStream, events, refuse, type Script, scriptedRuns } from "../support/ScriptedRunService.js"
 
@@ -152,6 +152,15 @@ describe("ChatCompletions", () => {
       const chat = yield* ChatCompletions
       const result = yield* Effect.either(chat.stream(yield* request({ model: "echo", stream: true })))
       expect(Either.isLeft(result) && result.left._tag).toBe("NoNodeForModel")
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("every node refusing the run before its first event is a 503 for a non-stream request", () => {
+    const { layer } = setup([eventStream(Stream.fail(new NodeUnavailable({ nodeId: "n1", reason: "at capacity" })))])
+    return Effect.gen(function* () {
+      const chat = yield* ChatCompletions
+      const result = yield* Effect.either(chat.complete(yield* request({ model: "echo" })))
+      expect(Either.isLeft(result) && result.left._tag).toBe("NoNodeAccepted")
     }).pipe(Effect.provide(layer))
   })
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ModelNotFound, RunFailed, RunTimedOut, ToolValidationFailed, ToolValidationRetryFailed } from "../../src/chat/errors.js"
+import { ModelNotFound, NoNodeAccepted, RunFailed, RunTimedOut, ToolValidationFailed, ToolValidationRetryFailed } from "../../src/chat/errors.js"
 import { BodyTooLarge, InvalidRequest, ShuttingDown, Unauthorized } from "../../src/http/errors.js"
 import { toHttpError, toSseError } from "../../src/http/openaiError.js"
 import { NodesAtCapacity, NoNodeForModel } from "../../src/run/errors.js"
@@ -16,7 +16,8 @@ describe("OpenAI error mapping", () => {
     [new RunFailed({ reason: "boom" }), 502, "run_error", null],
     [new ToolValidationFailed({ reason: "bad" }), 502, "tool_validation_error", null],
     [new ToolValidationRetryFailed({ reason: "no node" }), 502, "tool_validation_retry_error", null],
-    [new RunTimedOut({ idleMs: 1 }), 504, "timeout", null]
+    [new RunTimedOut({ idleMs: 1 }), 504, "timeout", null],
+    [new NoNodeAccepted({ reason: "at capacity" }), 503, "service_unavailable", "service_unavailable"]
   ] as const)("%s → %i %s", (error, status, type, code) => {
     const r = toHttpError(error)
     expect(r.status).toBe(status)
