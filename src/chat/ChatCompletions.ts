@@ -176,7 +176,7 @@ export const make = Effect.gen(function* () {
         interTokenMs: tally.interTokenMs,
         overheadMs: tally.overheadMs
       })
-      if (tally.usage !== undefined) yield* metrics.usage(model, tally.usage)
+      if (tally.usage !== undefined) yield* metrics.usage({ model, outcome }, tally.usage)
       yield* metrics.reasoningChars(model, tally.reasoningChars)
       const terminal = tally.terminal
       yield* Effect.logInfo("run finished").pipe(

@@ -17,6 +17,7 @@ export class RunTally {
   reasoningChars = 0
   toolCalls = 0
   normalised = false
+  /** From the run's Complete event: counted even when the response then fails tool validation. */
   usage: Usage | undefined = undefined
   /** The first characters of content and reasoning, logged at debug level. */
   contentPreview = ""
@@ -41,6 +42,7 @@ export class RunTally {
     const now = performance.now()
     this.chunkArrivedAt = now
     for (const input of inputs) {
+      if (input._tag === "Complete") this.usage = input.usage
       if (input._tag !== "Delta" && input._tag !== "ReasoningDelta") continue
       if (this.firstTokenAt === undefined) this.firstTokenAt = now
       this.lastTokenAt = now
@@ -69,7 +71,6 @@ export class RunTally {
         this.normalised ||= e.wrapped === true
         break
       case "Finish":
-        this.usage = e.usage
         this.terminal = e
         break
       case "Error":

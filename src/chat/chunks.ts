@@ -49,16 +49,13 @@ export type StreamItem =
   | { readonly _tag: "Chunk"; readonly chunk: unknown }
   | { readonly _tag: "Error"; readonly error: RunOutcomeError }
 
-const chunk = (ctx: ResponseContext, delta: Record<string, unknown>, finishReason: string | null = null) => ({
-  _tag: "Chunk" as const,
-  chunk: {
-    id: ctx.id,
-    object: "chat.completion.chunk",
-    created: ctx.created,
-    model: ctx.model,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }]
-  }
+const envelope = (ctx: ResponseContext, body: Record<string, unknown>): StreamItem => ({
+  _tag: "Chunk",
+  chunk: { id: ctx.id, object: "chat.completion.chunk", created: ctx.created, model: ctx.model, ...body }
 })
+
+const chunk = (ctx: ResponseContext, delta: Record<string, unknown>, finishReason: string | null = null) =>
+  envelope(ctx, { choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] })
 
 export const roleChunk = (ctx: ResponseContext): StreamItem => chunk(ctx, { role: "assistant", content: "" })
 
@@ -73,18 +70,7 @@ export const streamItems = (ctx: ResponseContext, e: Emission): ReadonlyArray<St
     case "Finish": {
       const finish = chunk(ctx, {}, e.finishReason)
       if (!ctx.includeUsage) return [finish]
-      const usage = {
-        _tag: "Chunk" as const,
-        chunk: {
-          id: ctx.id,
-          object: "chat.completion.chunk",
-          created: ctx.created,
-          model: ctx.model,
-          choices: [],
-          usage: e.usage === undefined ? null : openAiUsage(e.usage)
-        }
-      }
-      return [finish, usage]
+      return [finish, envelope(ctx, { choices: [], usage: e.usage === undefined ? null : openAiUsage(e.usage) })]
     }
     case "Error":
       return [{ _tag: "Error", error: e.error }]

@@ -20,7 +20,7 @@ export declare namespace Metrics {
     }) => Effect.Effect<void>
     readonly runStarted: Effect.Effect<void>
     readonly nodes: (nodes: ReadonlyArray<{ readonly id: string; readonly inFlight: number; readonly maxConcurrentRuns: number }>) => Effect.Effect<void>
-    readonly usage: (model: string, usage: Usage) => Effect.Effect<void>
+    readonly usage: (labels: { model: string; outcome: Outcome }, usage: Usage) => Effect.Effect<void>
     readonly reasoningChars: (model: string, chars: number) => Effect.Effect<void>
     readonly toolValidation: (model: string, result: "retry" | "failure") => Effect.Effect<void>
     readonly streamOpened: Effect.Effect<void>
@@ -85,8 +85,8 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
   })
   const tokens = new Counter({
     name: "iop_tokens_total",
-    help: "Tokens reported by providers, by model and kind (input, output, reasoning, cached).",
-    labelNames: ["model", "kind"],
+    help: "Tokens reported by providers, by model, run outcome and kind (input, output, reasoning, cached).",
+    labelNames: ["model", "outcome", "kind"],
     registers: [registry]
   })
   const reasoningChars = new Counter({
@@ -131,12 +131,12 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
         for (const n of list) count[n.inFlight === 0 ? "idle" : n.inFlight >= n.maxConcurrentRuns ? "full" : "busy"] += 1
         for (const [state, value] of Object.entries(count)) nodes.set({ state }, value)
       }),
-    usage: (model, u) =>
+    usage: (labels, u) =>
       Effect.sync(() => {
-        tokens.inc({ model, kind: "input" }, u.inputTokens)
-        tokens.inc({ model, kind: "output" }, u.outputTokens)
-        if (u.reasoningTokens !== undefined) tokens.inc({ model, kind: "reasoning" }, u.reasoningTokens)
-        if (u.cachedInputTokens !== undefined) tokens.inc({ model, kind: "cached" }, u.cachedInputTokens)
+        tokens.inc({ ...labels, kind: "input" }, u.inputTokens)
+        tokens.inc({ ...labels, kind: "output" }, u.outputTokens)
+        if (u.reasoningTokens !== undefined) tokens.inc({ ...labels, kind: "reasoning" }, u.reasoningTokens)
+        if (u.cachedInputTokens !== undefined) tokens.inc({ ...labels, kind: "cached" }, u.cachedInputTokens)
       }),
     reasoningChars: (model, chars) => Effect.sync(() => (chars > 0 ? reasoningChars.inc({ model }, chars) : undefined)),
     toolValidation: (model, result) => Effect.sync(() => toolValidation.inc({ model, result })),

@@ -12,7 +12,7 @@ import type { StreamItem } from "../../src/chat/chunks.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { decodeBody, toChatRequest } from "../../src/http/toChatRequest.js"
-import { MetricsTest } from "../../src/observability/Metrics.js"
+import { Metrics, MetricsTest } from "../../src/observability/Metrics.js"
 import { NodeDisconnected, NodeUnavailable, NoNodeForModel, StreamClosed } from "../../src/run/errors.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
 import { eventStream, events, refuse, type Script, scriptedRuns } from "../support/ScriptedRunService.js"
@@ -191,6 +191,25 @@ describe("ChatCompletions", () => {
       expect(Either.isLeft(result) && result.left._tag).toBe("ToolValidationFailed")
       expect(runs.submitted).toHaveLength(2)
     }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("usage of runs that failed tool validation is counted in /metrics under that outcome", () => {
+    const usage = { inputTokens: 5, outputTokens: 7 }
+    const invalid = RunEvent.complete({
+      finishReason: "tool_calls",
+      toolCalls: [{ id: "call_1", name: "get_weather", arguments: "{}" }],
+      usage,
+      metadata: {}
+    })
+    const { layer } = setup([events(invalid), events(invalid)])
+    return Effect.gen(function* () {
+      const chat = yield* ChatCompletions
+      const metrics = yield* Metrics
+      yield* Effect.either(chat.complete(yield* request({ model: "strict", tools: [weather] })))
+      const { body } = yield* metrics.exposition
+      expect(body).toContain('iop_tokens_total{model="strict",outcome="tool_validation_error",kind="output"} 14')
+      expect(body).toContain('iop_runs_total{model="strict",outcome="tool_validation_error"} 2')
+    }).pipe(Effect.provide(Layer.merge(layer, MetricsTest)))
   })
 
   it.scoped("strict stream buffer: nothing invalid is written; the retried valid call is", () => {
