@@ -75,6 +75,45 @@ const parseBody = (text: string): unknown => {
   }
 }
 
+/**
+ * Writes a script's answer to one request. `onSelfClose` runs when the script itself is about to reset the
+ * connection (so that close is not taken for the client's abort).
+ */
+export const playScript = async (
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  script: Script,
+  onSelfClose: () => void = () => {}
+): Promise<void> => {
+  if (script.kind === "json") {
+    res.writeHead(script.status, { "content-type": "application/json" }).end(JSON.stringify(script.body))
+    return
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
+  res.flushHeaders()
+  const events = script.kind === "sse" ? script.events : script.before ?? []
+  const delayMs = script.kind === "sse" ? script.delayMs ?? 0 : 0
+  for (const event of events) {
+    if (delayMs > 0) await sleep(delayMs)
+    if (res.destroyed) return
+    res.write(frame(event))
+  }
+  switch (script.kind) {
+    case "sse":
+      res.end(script.done === false ? undefined : "data: [DONE]\n\n")
+      return
+    case "stall":
+      return
+    case "reset":
+      onSelfClose()
+      // Give the written events a moment to leave, then RST the connection.
+      await sleep(20)
+      if (res.destroyed) return
+      req.socket.resetAndDestroy()
+      return
+  }
+}
+
 export const startFakeUpstream = async (
   handler: Handler | Script,
   options: FakeUpstreamOptions = {}
@@ -110,32 +149,9 @@ export const startFakeUpstream = async (
     const script = await decide(recorded, requests.length - 1)
     if (res.destroyed) return
 
-    if (script.kind === "json") {
-      res.writeHead(script.status, { "content-type": "application/json" }).end(JSON.stringify(script.body))
-      return
-    }
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
-    res.flushHeaders()
-    const events = script.kind === "sse" ? script.events : script.before ?? []
-    const delayMs = script.kind === "sse" ? script.delayMs ?? 0 : 0
-    for (const event of events) {
-      if (delayMs > 0) await sleep(delayMs)
-      if (res.destroyed) return
-      res.write(frame(event))
-    }
-    switch (script.kind) {
-      case "sse":
-        res.end(script.done === false ? undefined : "data: [DONE]\n\n")
-        return
-      case "stall":
-        return
-      case "reset":
-        selfClosed = true
-        // Give the written events a moment to leave, then RST the connection.
-        await sleep(20)
-        req.socket.resetAndDestroy()
-        return
-    }
+    await playScript(req, res, script, () => {
+      selfClosed = true
+    })
   }
 
   const server = http.createServer((req, res) => {

@@ -1,6 +1,6 @@
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { frame, type Script } from "../../support/fakeUpstream.js"
+import { playScript, type Script } from "../../support/fakeUpstream.js"
 import { lastUserText } from "../../support/scenarios.js"
 
 /**
@@ -39,8 +39,6 @@ export interface TrackedUpstream {
   readonly clear: () => void
   readonly close: () => Promise<void>
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 const readBody = (req: http.IncomingMessage): Promise<string> =>
   new Promise((resolve, reject) => {
@@ -96,33 +94,7 @@ export const startTrackedUpstream = async (
     }
     res.on("close", () => finish(res.writableFinished ? "completed" : "aborted"))
 
-    const script = scriptFor(key)
-    if (script.kind === "json") {
-      res.writeHead(script.status, { "content-type": "application/json" }).end(JSON.stringify(script.body))
-      return
-    }
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
-    res.flushHeaders()
-    const events = script.kind === "sse" ? script.events : script.before ?? []
-    const delayMs = script.kind === "sse" ? script.delayMs ?? 0 : 0
-    for (const event of events) {
-      if (delayMs > 0) await sleep(delayMs)
-      if (res.destroyed) return
-      res.write(frame(event))
-    }
-    switch (script.kind) {
-      case "sse":
-        res.end(script.done === false ? undefined : "data: [DONE]\n\n")
-        return
-      case "stall":
-        return
-      case "reset":
-        await sleep(20)
-        if (res.destroyed) return
-        finish("reset")
-        req.socket.resetAndDestroy()
-        return
-    }
+    await playScript(req, res, scriptFor(key), () => finish("reset"))
   }
 
   const server = http.createServer((req, res) => {
