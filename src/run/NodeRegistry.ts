@@ -57,7 +57,8 @@ export declare namespace NodeRegistry {
       exclude?: ReadonlySet<NodeId>
     ) => Effect.Effect<NodeLease, SubmitError, Scope.Scope>
     readonly nodes: Effect.Effect<ReadonlyArray<NodeStatus>>
-    readonly events: Stream.Stream<NodeEvent>
+    /** Node joined/left events from now on (subscribed when this runs, until the scope closes). */
+    readonly subscribe: Effect.Effect<Stream.Stream<NodeEvent>, never, Scope.Scope>
   }
 }
 
@@ -142,7 +143,7 @@ export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* ()
     register,
     acquire,
     nodes: Ref.get(entries).pipe(Effect.map((m) => Array.from(m.values(), status))),
-    events: StreamM.fromPubSub(hub)
+    subscribe: PubSub.subscribe(hub).pipe(Effect.map((queue) => StreamM.fromQueue(queue)))
   }
 })
 

@@ -71,6 +71,20 @@ describe("RunService", () => {
     }).pipe(Effect.provide(RunPlane))
   )
 
+  it.scoped("the registry publishes nodes joining and leaving", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const events$ = yield* registry.subscribe
+      const seen = yield* Effect.fork(Stream.runCollect(events$.pipe(Stream.take(2))))
+      const nodeScope = yield* Scope.make()
+      yield* registry.register(scriptedNode("a", ["m"]).connection).pipe(Scope.extend(nodeScope))
+      yield* Scope.close(nodeScope, Exit.void)
+      const events = Chunk.toReadonlyArray(yield* Fiber.join(seen))
+      expect(events.map((e) => e._tag)).toEqual(["NodeJoined", "NodeLeft"])
+      expect(yield* registry.nodes).toEqual([])
+    }).pipe(Effect.provide(RunPlane))
+  )
+
   it.scoped("a run whose consumer leaves is cancelled on its node", () =>
     Effect.gen(function* () {
       const registry = yield* NodeRegistry
