@@ -101,13 +101,16 @@ export const holdStreams = async (
       if (Number.isFinite(g.loopLagMaxSeconds)) lagMax = Math.max(lagMax, g.loopLagMaxSeconds)
       const t = Date.now() - started
       // The steady part: after the first 2 s of ramp-up, before the deadline.
-      if (t > 2_000 && Date.now() < deadline) {
-        held.push(open)
-        if (!Number.isNaN(g.streams)) edgeStreams.push(g.streams)
-      }
+      if (t > 2_000 && Date.now() < deadline && !Number.isNaN(g.streams)) edgeStreams.push(g.streams)
       options.onTick?.({ t, open, done, edgeStreams: g.streams })
     }
   })()
+
+  // Streams held open, sampled locally: a scrape of a busy edge may take longer than a short phase's window.
+  const holding = setInterval(() => {
+    const t = Date.now() - started
+    if (t > 2_000 && Date.now() < deadline) held.push(open)
+  }, 200)
 
   const worker = async () => {
     while (Date.now() < deadline) {
@@ -135,6 +138,7 @@ export const holdStreams = async (
   await Promise.all(Array.from({ length: options.concurrency }, worker))
   const endedAt = Date.now()
   sampling = false
+  clearInterval(holding)
   await sampler
   const idle = await waitIdle(edge.url, 30_000)
   if (!idle.idle) violations.push(`${options.phase}: ${idle.waitedMs} ms after the last stream iop_active_runs=${idle.runs} iop_active_streams=${idle.streams}`)
