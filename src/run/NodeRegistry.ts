@@ -1,26 +1,25 @@
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
-import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
-import type * as Stream from "effect/Stream"
-import * as StreamM from "effect/Stream"
-import { NodesAtCapacity, NoNodeForModel, type RunError, type SubmitError } from "./errors.js"
-import type { NodeId, RunEvent, RunId } from "./RunEvent.js"
+import * as Stream from "effect/Stream"
+import { NodesAtCapacity, NoNodeForModel, type NodeUnavailable, type SubmitError } from "./errors.js"
+import type { NodeId, RunId } from "./RunEvent.js"
+import type { RunSink } from "./RunSink.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
 
-/**
- * A node as the edge reaches it through some transport. `start` begins a run;
- * interrupting or finishing the returned stream's consumer cancels it on the node.
- */
+/** A node as the edge reaches it through some transport. */
 export interface NodeConnection {
   readonly id: NodeId
   readonly models: ReadonlyArray<string>
   readonly maxConcurrentRuns: number
-  /** May fail with NodeUnavailable, and only before its first event (the run did not start). */
-  readonly start: (runId: RunId, request: SubmitRunRequest) => Stream.Stream<RunEvent, RunError>
+  /**
+   * Starts a run whose events go into `sink`; succeeds once the node took
+   * it. Fails with NodeUnavailable when the node refused it or did not
+   * answer (nothing ran). Closing the scope cancels the run on the node.
+   */
+  readonly start: (runId: RunId, request: SubmitRunRequest, sink: RunSink) => Effect.Effect<void, NodeUnavailable, Scope.Scope>
 }
 
 export interface NodeStatus {
@@ -34,17 +33,22 @@ export type NodeEvent =
   | { readonly _tag: "NodeJoined"; readonly node: NodeStatus }
   | { readonly _tag: "NodeLeft"; readonly nodeId: NodeId }
 
-/** A slot on a node, held for the life of a run. */
+/** A slot on a node, held until the scope it was acquired in closes. */
 export interface NodeLease {
   readonly node: NodeConnection
-  /** Completes when the node leaves the registry (disconnects). */
-  readonly gone: Effect.Effect<void>
+  /**
+   * Calls `f` (once) if the node leaves while the lease is held; registered
+   * until the lease's scope closes. A callback, so that watching for node
+   * loss costs nothing per event.
+   */
+  readonly onGone: (f: () => void) => void
 }
 
+/** One registered node. Mutable, owned by the registry: every change is synchronous. */
 interface Entry {
   readonly node: NodeConnection
-  readonly inFlight: number
-  readonly gone: Deferred.Deferred<void>
+  inFlight: number
+  readonly watchers: Set<() => void>
 }
 
 export declare namespace NodeRegistry {
@@ -71,13 +75,16 @@ const status = (e: Entry): NodeStatus => ({
   inFlight: e.inFlight
 })
 
+const load = (e: Entry): number =>
+  Number.isFinite(e.node.maxConcurrentRuns) ? e.inFlight / e.node.maxConcurrentRuns : e.inFlight
+
 /** Least busy by load ratio, then by in-flight count; nodes at capacity are skipped. */
-export const selectNode = (
-  entries: Iterable<Entry>,
+export const selectNode = <E extends { readonly node: NodeConnection; readonly inFlight: number }>(
+  entries: Iterable<E>,
   model: string,
   exclude?: ReadonlySet<NodeId>
-): Entry | "none" | "full" => {
-  let best: Entry | undefined
+): E | "none" | "full" => {
+  let best: E | undefined
   let serves = false
   for (const e of entries) {
     if (!e.node.models.includes(model) || exclude?.has(e.node.id) === true) continue
@@ -88,62 +95,61 @@ export const selectNode = (
   return best ?? (serves ? "full" : "none")
 }
 
-const load = (e: Entry): number =>
-  Number.isFinite(e.node.maxConcurrentRuns) ? e.inFlight / e.node.maxConcurrentRuns : e.inFlight
-
 export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* () {
-  const entries = yield* Ref.make(new Map<NodeId, Entry>())
+  // Plain mutable state: every read and write below is one synchronous step, so no Ref is needed.
+  const entries = new Map<NodeId, Entry>()
   const hub = yield* PubSub.unbounded<NodeEvent>()
-
-  const update = (id: NodeId, f: (e: Entry) => Entry) =>
-    Ref.update(entries, (m) => {
-      const e = m.get(id)
-      return e === undefined ? m : new Map(m).set(id, f(e))
-    })
 
   const register = (node: NodeConnection) =>
     Effect.acquireRelease(
-      Effect.gen(function* () {
-        const gone = yield* Deferred.make<void>()
-        const entry: Entry = { node, inFlight: 0, gone }
-        yield* Ref.update(entries, (m) => new Map(m).set(node.id, entry))
-        yield* PubSub.publish(hub, { _tag: "NodeJoined", node: status(entry) })
-        return gone
+      Effect.suspend(() => {
+        const entry: Entry = { node, inFlight: 0, watchers: new Set() }
+        entries.set(node.id, entry)
+        return PubSub.publish(hub, { _tag: "NodeJoined", node: status(entry) }).pipe(Effect.as(entry))
       }),
-      (gone) =>
-        Ref.update(entries, (m) => {
-          const next = new Map(m)
-          next.delete(node.id)
-          return next
-        }).pipe(
-          Effect.zipRight(Deferred.succeed(gone, undefined)),
-          Effect.zipRight(PubSub.publish(hub, { _tag: "NodeLeft", nodeId: node.id }))
-        )
+      (entry) =>
+        Effect.suspend(() => {
+          if (entries.get(node.id) === entry) entries.delete(node.id)
+          const watchers = Array.from(entry.watchers)
+          entry.watchers.clear()
+          for (const f of watchers) f()
+          return PubSub.publish(hub, { _tag: "NodeLeft", nodeId: node.id })
+        })
     ).pipe(Effect.asVoid)
 
   const acquire = (model: string, exclude?: ReadonlySet<NodeId>) =>
     Effect.acquireRelease(
-      Ref.modify(entries, (m): readonly [Entry | "none" | "full", Map<NodeId, Entry>] => {
-        const chosen = selectNode(m.values(), model, exclude)
-        if (typeof chosen === "string") return [chosen, m]
-        return [chosen, new Map(m).set(chosen.node.id, { ...chosen, inFlight: chosen.inFlight + 1 })]
-      }).pipe(
-        Effect.flatMap((chosen): Effect.Effect<Entry, SubmitError> =>
-          chosen === "none"
-            ? Effect.fail(new NoNodeForModel({ model }))
-            : chosen === "full"
-            ? Effect.fail(new NodesAtCapacity({ model }))
-            : Effect.succeed(chosen)
+      Effect.suspend((): Effect.Effect<Entry, SubmitError> => {
+        const chosen = selectNode(entries.values(), model, exclude)
+        if (chosen === "none") return Effect.fail(new NoNodeForModel({ model }))
+        if (chosen === "full") return Effect.fail(new NodesAtCapacity({ model }))
+        chosen.inFlight += 1
+        return Effect.succeed(chosen)
+      }),
+      (entry) => Effect.sync(() => (entry.inFlight = Math.max(0, entry.inFlight - 1)))
+    ).pipe(
+      Effect.flatMap((entry) => {
+        const mine: Array<() => void> = []
+        return Effect.as(
+          Effect.addFinalizer(() => Effect.sync(() => mine.forEach((f) => entry.watchers.delete(f)))),
+          {
+            node: entry.node,
+            onGone: (f: () => void) => {
+              // A node that already left fails its new watcher at once.
+              if (entries.get(entry.node.id) !== entry) return f()
+              mine.push(f)
+              entry.watchers.add(f)
+            }
+          } satisfies NodeLease
         )
-      ),
-      (entry) => update(entry.node.id, (e) => ({ ...e, inFlight: Math.max(0, e.inFlight - 1) }))
-    ).pipe(Effect.map((entry): NodeLease => ({ node: entry.node, gone: Deferred.await(entry.gone) })))
+      })
+    )
 
   return {
     register,
     acquire,
-    nodes: Ref.get(entries).pipe(Effect.map((m) => Array.from(m.values(), status))),
-    subscribe: PubSub.subscribe(hub).pipe(Effect.map((queue) => StreamM.fromQueue(queue)))
+    nodes: Effect.sync(() => Array.from(entries.values(), status)),
+    subscribe: PubSub.subscribe(hub).pipe(Effect.map((queue) => Stream.fromQueue(queue)))
   }
 })
 

@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as RunEvent from "../../run/RunEvent.js"
 import type { ChatMessage, SubmitRunRequest } from "../../run/SubmitRunRequest.js"
-import type { Provider } from "../Provider.js"
+import { fromStream, type Provider } from "../Provider.js"
 import { echoTokens } from "./tokens.js"
 
 /** The text of a message: its string content, or its text parts joined. */
@@ -29,8 +29,8 @@ const lastUserText = (request: SubmitRunRequest): string => {
  * (`max_tokens` truncates with `finish_reason: length`), and reports usage
  * counted with the same tokenizer.
  */
-export const make = (options: { readonly tokenDelayMs: number }): Provider => ({
-  run: (request) =>
+export const make = (options: { readonly tokenDelayMs: number }): Provider =>
+  fromStream((request) =>
     Stream.suspend(() => {
       const all = echoTokens(lastUserText(request))
       const limit = request.sampling.maxTokens
@@ -49,4 +49,4 @@ export const make = (options: { readonly tokenDelayMs: number }): Provider => ({
           : deltas
       return paced.pipe(Stream.concat(Stream.make(done)))
     })
-})
+  )
