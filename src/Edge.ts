@@ -1,10 +1,10 @@
-import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { ChatCompletions, ChatCompletionsLive } from "./chat/ChatCompletions.js"
+import * as ChatRun from "./chat/ChatRun.js"
+import { ChatCompletions, ChatCompletionsLive } from "./dialects/chat-completions/ChatCompletions.js"
 import * as EdgeConfig from "./config/EdgeConfig.js"
 import { GracefulShutdownLive, HttpAppLive, NodeServerLive } from "./http/HttpLive.js"
 import { Lifecycle, LifecycleLive } from "./http/Lifecycle.js"
@@ -12,7 +12,8 @@ import { Limits, LimitsLive } from "./http/Limits.js"
 import { EmbeddedNode, EmbeddedNodeLive } from "./node/EmbeddedNode.js"
 import { Metrics, MetricsLive } from "./observability/Metrics.js"
 import { NodeRegistry, NodeRegistryLive } from "./run/NodeRegistry.js"
-import { RunService, RunServiceLive } from "./run/RunService.js"
+import * as RunServiceM from "./run/RunService.js"
+import { RunService } from "./run/RunService.js"
 import * as EdgeTransport from "./run/transport/nats/EdgeTransport.js"
 import type { BusConnectFailed } from "./run/transport/nats/NatsBus.js"
 
@@ -20,15 +21,38 @@ import type { BusConnectFailed } from "./run/transport/nats/NatsBus.js"
 const BusLive: Layer.Layer<EdgeTransport.NatsDiscovery, BusConnectFailed, EdgeConfig.EdgeConfig | NodeRegistry> =
   Layer.unwrapEffect(EdgeConfig.EdgeConfig.pipe(Effect.map((c) => EdgeTransport.layerFromConfig(c.bus))))
 
+/** The run service with the config's idle timeout. */
+export const RunServiceLive: Layer.Layer<RunService, never, EdgeConfig.EdgeConfig | NodeRegistry> = Layer.unwrapEffect(
+  EdgeConfig.EdgeConfig.pipe(Effect.map((c) => RunServiceM.layer({ idleTimeoutMs: c.runs.idleTimeoutMs })))
+)
+
+/** The chat plane with the config's retry and trace settings. */
+export const ChatLive: Layer.Layer<ChatRun.Chat, never, EdgeConfig.EdgeConfig | RunService | Metrics> = Layer.unwrapEffect(
+  EdgeConfig.EdgeConfig.pipe(
+    Effect.map((c) =>
+      ChatRun.layer({ toolValidationAttempts: c.runs.toolValidationAttempts, traceStreams: c.log.traceStreams })
+    )
+  )
+)
+
 /**
  * The edge's services without a server: mount `HttpAppLive` on your own
  * HttpServer, or call `ChatCompletions` / `RunService` directly.
  */
 export const EdgeLive: Layer.Layer<
-  ChatCompletions | RunService | NodeRegistry | EmbeddedNode | EdgeTransport.NatsDiscovery | Metrics | Lifecycle | Limits,
+  | ChatCompletions
+  | ChatRun.Chat
+  | RunService
+  | NodeRegistry
+  | EmbeddedNode
+  | EdgeTransport.NatsDiscovery
+  | Metrics
+  | Lifecycle
+  | Limits,
   BusConnectFailed,
-  EdgeConfig.EdgeConfig | HttpClient.HttpClient
+  EdgeConfig.EdgeConfig | NodeHttpClient.Dispatcher
 > = ChatCompletionsLive.pipe(
+  Layer.provideMerge(ChatLive),
   Layer.provideMerge(RunServiceLive),
   Layer.provideMerge(Layer.merge(EmbeddedNodeLive, BusLive)),
   Layer.provideMerge(NodeRegistryLive),
@@ -36,16 +60,16 @@ export const EdgeLive: Layer.Layer<
 )
 
 /** Routes served on a given HttpServer, with graceful shutdown. */
-export const EdgeHttpLive: Layer.Layer<never, BusConnectFailed, EdgeConfig.EdgeConfig | HttpClient.HttpClient | HttpServer.HttpServer> =
+export const EdgeHttpLive: Layer.Layer<never, BusConnectFailed, EdgeConfig.EdgeConfig | NodeHttpClient.Dispatcher | HttpServer.HttpServer> =
   // The app is installed first and removed last, so draining still answers new requests with 503.
   GracefulShutdownLive.pipe(Layer.provide(HttpAppLive), Layer.provide(EdgeLive))
 
-/** The whole edge process for a config: server on its host and port, embedded node, undici for upstreams. */
+/** The whole edge process for a config: server on its host and port, embedded node, an undici pool for upstreams. */
 export const serverLayer = (
   config: EdgeConfig.EdgeConfigShape
 ): Layer.Layer<never, HttpServerError.ServeError | BusConnectFailed> =>
   EdgeHttpLive.pipe(
     Layer.provide(NodeServerLive),
-    Layer.provide(NodeHttpClient.layerUndici),
+    Layer.provide(NodeHttpClient.dispatcherLayer),
     Layer.provide(EdgeConfig.layer(config))
   )

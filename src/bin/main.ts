@@ -63,7 +63,7 @@ const node = Command.make("node", { config: configOption, logLevel }, (flags) =>
       node: config.node,
       models: config.models,
       drainTimeoutMs: config.server.shutdownGraceMs
-    }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    }).pipe(Layer.provide(NodeHttpClient.dispatcherLayer))
     return yield* Layer.launch(layer).pipe(Effect.provide(Logging.layer(config.log.level)))
   })
 ).pipe(Command.withDescription("Serve the config's models to edges over the message bus (`bus`, `node`)."))

@@ -29,10 +29,37 @@ export type Terminal = Extract<Emission, { readonly _tag: "Finish" | "Error" }>
 
 export const isTerminal = (e: Emission): e is Terminal => e._tag === "Finish" || e._tag === "Error"
 
-/** A run event, or an outcome the Effect shell observed (idle timeout, node gone, broken stream). */
-export type SessionInput = RunEvent | { readonly _tag: "Outcome"; readonly error: RunOutcomeError }
+/**
+ * A run event; an outcome the run plane reported (idle timeout, node gone,
+ * cancelled); or `End`: the run's events ended (without a terminal event
+ * that is a broken stream).
+ */
+export type SessionInput =
+  | RunEvent
+  | { readonly _tag: "Outcome"; readonly error: RunOutcomeError }
+  | { readonly _tag: "End" }
 
 export const outcome = (error: RunOutcomeError): SessionInput => ({ _tag: "Outcome", error })
+
+export const END: SessionInput = { _tag: "End" }
+
+/** What a run did, for its log line and metrics: read from the Closed session, nowhere else. */
+export interface Summary {
+  readonly contentChars: number
+  readonly reasoningChars: number
+  readonly toolCalls: number
+  /** A text answer was wrapped into the completion tool. */
+  readonly normalised: boolean
+  /** From the run's Complete event: counted even when the response then fails tool validation. */
+  readonly usage: Usage | undefined
+  /** The first characters of content and reasoning (debug log). */
+  readonly contentPreview: string
+  readonly reasoningPreview: string
+}
+
+const PREVIEW_CHARS = 1000
+const preview = (sofar: string, text: string): string =>
+  sofar.length >= PREVIEW_CHARS ? sofar : (sofar + text).slice(0, PREVIEW_CHARS)
 
 export interface SessionConfig {
   readonly policy: OutputPolicy
@@ -55,15 +82,18 @@ export interface Open {
   readonly held: string
   readonly sawContent: boolean
   readonly reasoning: string
+  readonly contentChars: number
+  readonly contentPreview: string
 }
 
+/** The session emitted its terminal emission; it accepts nothing more. */
 export interface Closed {
   readonly _tag: "Closed"
+  readonly terminal: Terminal
+  readonly summary: Summary
 }
 
 export type Session = Open | Closed
-
-const closed: Closed = { _tag: "Closed" }
 
 export const initial = (config: SessionConfig): Session => ({
   _tag: "Open",
@@ -79,7 +109,9 @@ export const initial = (config: SessionConfig): Session => ({
   malformed: [],
   held: "",
   sawContent: false,
-  reasoning: ""
+  reasoning: "",
+  contentChars: 0,
+  contentPreview: ""
 })
 
 export const step = (session: Session, input: SessionInput): readonly [Session, ReadonlyArray<Emission>] => {
@@ -94,14 +126,51 @@ export const step = (session: Session, input: SessionInput): readonly [Session, 
       const out: Array<Emission> = []
       return [reasoning({ ...session, reasoningSentinel }, text, out), out]
     }
-    case "Complete":
-      return [closed, finish(session, input)]
+    case "Complete": {
+      const [reasoningSeen, out] = finish(session, input)
+      return close({ ...session, reasoning: reasoningSeen }, out, input.usage)
+    }
     case "Failed":
     case "Cancelled":
-      return [closed, [{ _tag: "Error", error: new RunFailed({ reason: input.message || "run failed" }) }]]
+      return close(session, [{ _tag: "Error", error: new RunFailed({ reason: input.message || "run failed" }) }])
     case "Outcome":
-      return [closed, [{ _tag: "Error", error: input.error }]]
+      return close(session, [{ _tag: "Error", error: input.error }])
+    case "End":
+      return close(session, [{ _tag: "Error", error: new RunFailed({ reason: "run stream closed" }) }])
   }
+}
+
+/** The Closed session, its summary counted from the last emissions (which end with the terminal). */
+const close = (
+  s: Open,
+  out: ReadonlyArray<Emission>,
+  usage?: Usage
+): readonly [Closed, ReadonlyArray<Emission>] => {
+  let { contentChars, contentPreview } = s
+  let toolCalls = 0
+  let normalised = false
+  let terminal: Terminal | undefined
+  for (const e of out) {
+    if (e._tag === "Content") {
+      contentChars += e.text.length
+      contentPreview = preview(contentPreview, e.text)
+    } else if (e._tag === "ToolCalls") {
+      toolCalls += e.calls.length
+      normalised ||= e.wrapped === true
+    } else if (isTerminal(e)) terminal = e
+  }
+  const exposed = s.config.policy.exposeReasoning ? s.reasoning : ""
+  const summary: Summary = {
+    contentChars,
+    reasoningChars: s.reasoning.length,
+    toolCalls,
+    normalised,
+    usage,
+    contentPreview,
+    reasoningPreview: exposed.slice(0, PREVIEW_CHARS)
+  }
+  // `out` always ends with its terminal emission; the fallback only satisfies the type.
+  return [{ _tag: "Closed", terminal: terminal ?? { _tag: "Error", error: new RunFailed({ reason: "run failed" }) }, summary }, out]
 }
 
 /** Raw content: end tokens out, a leading think block to reasoning, tool-call markup to calls. */
@@ -151,11 +220,24 @@ const emitText = (s: Open, text: string, out: Array<Emission>): Open => {
   const sawContent = s.sawContent || /\S/.test(text)
   if (s.config.policy.completionTool !== null) return { ...s, held: s.held + text, sawContent }
   out.push({ _tag: "Content", text })
-  return sawContent === s.sawContent ? s : { ...s, sawContent }
+  return {
+    ...s,
+    sawContent,
+    contentChars: s.contentChars + text.length,
+    contentPreview: preview(s.contentPreview, text)
+  }
 }
 
 /** Drains every filter, resolves tool calls, and ends with exactly one terminal emission. */
-const finish = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>): ReadonlyArray<Emission> => {
+const finish = (
+  start: Open,
+  complete: Extract<RunEvent, { _tag: "Complete" }>
+): readonly [reasoning: string, ReadonlyArray<Emission>] => {
+  const [s, out] = resolve(start, complete)
+  return [s.reasoning, out]
+}
+
+const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>): readonly [Open, ReadonlyArray<Emission>] => {
   const out: Array<Emission> = []
   const { config } = start
   let s = start
@@ -169,7 +251,7 @@ const finish = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>):
   s = reasoning(s, Sentinel.flush(s.reasoningSentinel), out)
 
   if (s.malformed.length > 0) {
-    return [...out, invalid(`malformed tool call markup: ${s.malformed.join("; ")}`)]
+    return [s, [...out, invalid(`malformed tool call markup: ${s.malformed.join("; ")}`)]]
   }
   let calls = normaliseToolCalls([...complete.toolCalls, ...s.textCalls], config.tools, config.newToolCallId)
   let held = s.held
@@ -184,7 +266,7 @@ const finish = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>):
   }
   if (config.policy.strict) {
     const verdict = validateToolCalls(calls, config.tools, config.toolChoice)
-    if (verdict._tag === "Invalid") return [...out, invalid(verdict.reason)]
+    if (verdict._tag === "Invalid") return [s, [...out, invalid(verdict.reason)]]
   }
   if (held !== "") out.push({ _tag: "Content", text: held })
   if (calls.length > 0) out.push(wrapped ? { _tag: "ToolCalls", calls, wrapped } : { _tag: "ToolCalls", calls })
@@ -200,7 +282,7 @@ const finish = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>):
     })
   }
   out.push({ _tag: "Finish", finishReason, usage: complete.usage })
-  return out
+  return [s, out]
 }
 
 const invalid = (reason: string): Emission => ({ _tag: "Error", error: new ToolValidationFailed({ reason }) })

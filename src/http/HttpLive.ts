@@ -11,11 +11,11 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
-import type { ChatCompletions } from "../chat/ChatCompletions.js"
+import type { ChatCompletions } from "../dialects/chat-completions/ChatCompletions.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
-import { EmbeddedNode } from "../node/EmbeddedNode.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
+import { RunService } from "../run/RunService.js"
 import type { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
 import { Lifecycle } from "./Lifecycle.js"
 import type { Limits } from "./Limits.js"
@@ -70,12 +70,12 @@ export const HttpAppLive: Layer.Layer<
  * `server.shutdownGraceMs`, then cancel what is left so every caller gets its
  * terminal event.
  */
-export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServer | Lifecycle | EmbeddedNode | EdgeConfig> =
+export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServer | Lifecycle | RunService | EdgeConfig> =
   Layer.scopedDiscard(
     Effect.gen(function* () {
       yield* HttpServer.HttpServer
       const lifecycle = yield* Lifecycle
-      const node = yield* EmbeddedNode
+      const runs = yield* RunService
       const config = yield* EdgeConfig
       // The finalizer runs uninterruptibly in an interrupted fiber, where no timeout could fire:
       // each wait runs in a fiber of its own, made interruptible so that its timeout can win.
@@ -91,8 +91,10 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
           const drained = yield* waitIdle(config.server.shutdownGraceMs)
           if (!drained) {
             yield* Effect.logWarning("grace period over: cancelling open runs")
-            yield* node.cancelAll("edge shutting down")
-            yield* waitIdle(2_000)
+            // Every run at once, bounded; then a second for callers to read their error. Connections still open
+            // after that (clients that stopped reading) are closed by the server's own finalizer.
+            yield* runs.cancelAll("edge shutting down", 1_000)
+            yield* waitIdle(1_000)
           }
           yield* Effect.logInfo("stopped")
         })

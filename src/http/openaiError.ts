@@ -46,6 +46,7 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
     case "NoNodeForModel":
     case "NodesAtCapacity":
     case "NoNodeAccepted":
+    case "NodeUnavailable":
     case "ShuttingDown":
       return { status: 503, body: body(e.message, "service_unavailable", null, "service_unavailable") }
     case "RunFailed":
@@ -56,19 +57,5 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
       return { status: 502, body: body(e.message, "tool_validation_error") }
     case "ToolValidationRetryFailed":
       return { status: 502, body: body(e.message, "tool_validation_retry_error") }
-  }
-}
-
-/** The payload of the one SSE error event that ends a stream that already started. */
-export const toSseError = (e: RunOutcomeError): { readonly error: { readonly type: string; readonly message: string } } => {
-  switch (e._tag) {
-    case "RunFailed":
-    case "RunTimedOut":
-    case "NoNodeAccepted":
-      return { error: { type: "run_error", message: e.message } }
-    case "ToolValidationFailed":
-      return { error: { type: "tool_validation_error", message: e.message } }
-    case "ToolValidationRetryFailed":
-      return { error: { type: "tool_validation_retry_error", message: e.message } }
   }
 }

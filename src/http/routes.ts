@@ -2,11 +2,8 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
-import { ChatCompletions } from "../chat/ChatCompletions.js"
-import type { StreamItem } from "../chat/chunks.js"
+import { ChatCompletions } from "../dialects/chat-completions/ChatCompletions.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
 import { Metrics } from "../observability/Metrics.js"
 import { NodeRegistry } from "../run/NodeRegistry.js"
@@ -17,26 +14,13 @@ import { Limits } from "./Limits.js"
 import { ModelNotFound } from "../chat/errors.js"
 import { BodyTooLarge, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
-import { type EdgeError, toHttpError, toSseError } from "./openaiError.js"
-import * as Sse from "./sse.js"
+import { type EdgeError, toHttpError } from "./openaiError.js"
 import { decodeBody, toChatRequest } from "./toChatRequest.js"
 
 export const errorResponse = (e: EdgeError) => {
   const { status, body, headers } = toHttpError(e)
   return HttpServerResponse.unsafeJson(body, headers === undefined ? { status } : { status, headers })
 }
-
-const renderItem = (item: StreamItem): string =>
-  item._tag === "Chunk" ? Sse.frame(item.chunk) : Sse.frame(toSseError(item.error))
-
-/** SSE bytes: one write per pulled chunk of items (what matters most for throughput), then `[DONE]`. */
-export const sseBody = (items: Stream.Stream<StreamItem>): Stream.Stream<Uint8Array> =>
-  items.pipe(
-    Stream.mapChunks((chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, renderItem), ""))),
-    Stream.filter((text) => text !== ""),
-    Stream.concat(Stream.make(Sse.DONE)),
-    Stream.encodeText
-  )
 
 const SSE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" }
 
@@ -113,8 +97,8 @@ export const makeRoutes = Effect.gen(function* () {
     yield* Effect.annotateLogsScoped({ model: request.submit.model, stream: request.stream })
     yield* limits.acquire(check._tag === "Granted" ? check.key : undefined)
     if (!request.stream) return HttpServerResponse.unsafeJson(yield* chat.complete(request))
-    const items = yield* chat.stream(request)
-    return HttpServerResponse.stream(sseBody(items), { contentType: "text/event-stream", headers: SSE_HEADERS })
+    const body = yield* chat.stream(request)
+    return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
   }).pipe(Effect.catchAll(errorResponse))
 
   const models = Effect.gen(function* () {

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import type { ChatRequest } from "../chat/ChatCompletions.js"
+import type { ChatRequest } from "../chat/ChatRequest.js"
 import { ModelNotFound } from "../chat/errors.js"
 import { outputPolicy, type ReasoningField } from "../chat/policy.js"
 import { toolChoiceMode } from "../chat/toolcalls/validate.js"

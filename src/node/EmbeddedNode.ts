@@ -1,4 +1,4 @@
-import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -11,7 +11,7 @@ import * as Node from "./Node.js"
 /** The node inside the edge process, serving the config's `models` over the in-process transport. */
 export class EmbeddedNode extends Context.Tag("@iop/edge/EmbeddedNode")<EmbeddedNode, Node.Node>() {}
 
-export const EmbeddedNodeLive: Layer.Layer<EmbeddedNode, never, EdgeConfig | NodeRegistry | HttpClient.HttpClient> =
+export const EmbeddedNodeLive: Layer.Layer<EmbeddedNode, never, EdgeConfig | NodeRegistry | NodeHttpClient.Dispatcher> =
   Layer.scoped(
     EmbeddedNode,
     Effect.gen(function* () {

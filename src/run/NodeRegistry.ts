@@ -75,7 +75,7 @@ const status = (e: Entry): NodeStatus => ({
   inFlight: e.inFlight
 })
 
-const load = (e: Entry): number =>
+const load = (e: { readonly node: NodeConnection; readonly inFlight: number }): number =>
   Number.isFinite(e.node.maxConcurrentRuns) ? e.inFlight / e.node.maxConcurrentRuns : e.inFlight
 
 /** Least busy by load ratio, then by in-flight count; nodes at capacity are skipped. */

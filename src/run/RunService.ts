@@ -1,110 +1,174 @@
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
-import { NodeDisconnected, type RunError, StreamClosed, type SubmitError } from "./errors.js"
+import { NodeDisconnected, RunCancelled, type RunError, RunIdle, type SubmitError } from "./errors.js"
 import { type NodeLease, NodeRegistry } from "./NodeRegistry.js"
-import { isTerminal, type NodeId, type RunEvent, RunId } from "./RunEvent.js"
+import { RunChannel } from "./RunChannel.js"
+import { type NodeId, type RunEvent, RunId } from "./RunEvent.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
+import * as Watchdog from "./Watchdog.js"
 
 export interface RunDispatch {
   readonly runId: RunId
+  /** The node that took the run (after any failover). */
   readonly nodeId: NodeId
   readonly model: string
 }
 
 /**
- * A submitted run. `events` ends with exactly one terminal event (Complete,
- * Failed or Cancelled) or fails with a RunError. Closing the scope `submit`
- * ran in cancels the run on its node if it has not finished.
+ * A started run. Its events arrive in one mailbox, written by the node's
+ * transport, node loss, the idle watchdog and cancellation. Closing the scope
+ * `submit` ran in cancels the run on its node (one finalizer releases the
+ * slot, the watchers and the upstream request).
  */
 export interface RunHandle {
   readonly dispatch: RunDispatch
+  /**
+   * Everything that arrived since the last take (waiting while nothing
+   * has), and whether the events ended. Fails when the run ended other than
+   * by its own events: node lost, idle timeout, cancelled, broken transport.
+   */
+  readonly take: Effect.Effect<readonly [Chunk.Chunk<RunEvent>, boolean], RunError>
+  /** The same events as a Stream, for callers that want one. */
   readonly events: Stream.Stream<RunEvent, RunError>
 }
 
 export declare namespace RunService {
   export interface Service {
+    /** Picks a node and starts the run on it; fails before anything ran (no node, all busy, every node refused). */
     readonly submit: (request: SubmitRunRequest) => Effect.Effect<RunHandle, SubmitError, Scope.Scope>
+    /**
+     * Ends every active run with `RunCancelled` and cancels it on its node, all
+     * at once; never waits for a reader. Bounded by `timeout`.
+     */
+    readonly cancelAll: (reason: string, timeout?: Duration.DurationInput) => Effect.Effect<void>
+    readonly activeRuns: Effect.Effect<number>
   }
 }
 
 export class RunService extends Context.Tag("@iop/edge/RunService")<RunService, RunService.Service>() {}
+
+export interface RunServiceOptions {
+  /** `runs.idleTimeoutMs`: the longest wait for a run's next event. */
+  readonly idleTimeoutMs: number
+}
 
 /** Nodes a run is offered to before a refusal reaches the caller. */
 const MAX_NODE_ATTEMPTS = 3
 
 export const newRunId = (): RunId => RunId.make(`run_${randomBytes(12).toString("base64url")}`)
 
-export const make: Effect.Effect<RunService.Service, never, NodeRegistry> = Effect.gen(function* () {
-  const registry = yield* NodeRegistry
+interface Active {
+  readonly channel: RunChannel
+  readonly scope: Scope.CloseableScope
+}
 
-  const submit = Effect.fn("RunService.submit")(function* (request: SubmitRunRequest) {
-    const scope = yield* Effect.scope
-    // Each slot in a scope of its own, so that a node that refuses the run gives its slot back at once.
-    const leaseIn = (exclude: ReadonlySet<NodeId>) =>
+export const make = (
+  options: RunServiceOptions
+): Effect.Effect<RunService.Service, never, NodeRegistry | Scope.Scope> =>
+  Effect.gen(function* () {
+    const registry = yield* NodeRegistry
+    const clock = yield* Effect.clock
+    const now = () => clock.unsafeCurrentTimeMillis()
+    const watchdog = yield* Watchdog.make(options.idleTimeoutMs)
+    const active = new Set<Active>()
+
+    /** Takes a slot and starts the run there; a node that refuses gives its slot back at once and the next is tried. */
+    const dispatch = (runScope: Scope.Scope, runId: RunId, request: SubmitRunRequest, channel: RunChannel) =>
       Effect.gen(function* () {
-        const leaseScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-        const lease = yield* registry.acquire(request.model, exclude).pipe(
-          Scope.extend(leaseScope),
-          Effect.tapError(() => Scope.close(leaseScope, Exit.void))
-        )
-        return { lease, leaseScope }
-      })
-    // The first slot is taken here, so that "no node" and "all busy" stay SubmitErrors.
-    const first = yield* leaseIn(new Set())
-    const runId = newRunId()
-    const dispatch: RunDispatch = { runId, nodeId: first.lease.node.id, model: request.model }
-    yield* Effect.annotateCurrentSpan({ runId, nodeId: first.lease.node.id, model: request.model })
-
-    const attempt = (
-      lease: NodeLease,
-      leaseScope: Scope.CloseableScope,
-      tried: ReadonlySet<NodeId>,
-      sent: SubmitRunRequest
-    ): Stream.Stream<RunEvent, RunError> => {
-      const nodeGone = lease.gone.pipe(Effect.zipRight(Effect.fail(new NodeDisconnected({ nodeId: lease.node.id }))))
-      return lease.node.start(runId, sent).pipe(
-        // A transport that closes without a terminal event is a broken stream, not a success.
-        Stream.concat(Stream.fail(new StreamClosed())),
-        Stream.takeUntil(isTerminal),
-        Stream.interruptWhen(nodeGone),
-        // The node ran nothing (refused, or no answer): free its slot and try another node, a bounded number of times.
-        Stream.catchTag("NodeUnavailable", (e) => {
-          const excluded = new Set(tried).add(lease.node.id)
-          if (excluded.size >= MAX_NODE_ATTEMPTS) return Stream.fail(e)
-          return Stream.unwrap(
-            Effect.logDebug("node unavailable; trying another").pipe(
-              Effect.annotateLogs({ runId, nodeId: lease.node.id, reason: e.reason }),
-              Effect.zipRight(Scope.close(leaseScope, Exit.void)),
-              Effect.zipRight(leaseIn(excluded)),
-              Effect.match({
-                onFailure: () => Stream.fail(e),
-                // The next node is told which attempt this is and which node refused it.
-                onSuccess: (next) =>
-                  attempt(next.lease, next.leaseScope, excluded, {
-                    ...sent,
-                    metadata: {
-                      ...sent.metadata,
-                      node_attempt: String(excluded.size + 1),
-                      failed_node_id: lease.node.id,
-                      node_failure: e.reason
-                    }
-                  })
-              })
-            )
+        const excluded = new Set<NodeId>()
+        let sent = request
+        for (;;) {
+          const leaseScope = yield* Scope.fork(runScope, ExecutionStrategy.sequential)
+          const started = yield* registry.acquire(request.model, excluded).pipe(
+            Effect.tap((lease) => lease.node.start(runId, sent, channel)),
+            Scope.extend(leaseScope),
+            Effect.either
           )
-        })
+          if (started._tag === "Right") return started.right
+          yield* Scope.close(leaseScope, Exit.void)
+          const error: SubmitError = started.left
+          if (error._tag !== "NodeUnavailable" || excluded.size + 1 >= MAX_NODE_ATTEMPTS) return yield* Effect.fail(error)
+          excluded.add(error.nodeId)
+          yield* Effect.logDebug("node unavailable; trying another").pipe(
+            Effect.annotateLogs({ runId, nodeId: error.nodeId, reason: error.reason })
+          )
+          // The next node is told which attempt this is and which node refused it.
+          sent = {
+            ...sent,
+            metadata: {
+              ...sent.metadata,
+              node_attempt: String(excluded.size + 1),
+              failed_node_id: error.nodeId,
+              node_failure: error.reason
+            }
+          }
+        }
+      })
+
+    const submit = Effect.fn("RunService.submit")(function* (request: SubmitRunRequest) {
+      const runScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+      const runId = newRunId()
+      const channel = new RunChannel(yield* Mailbox.make<RunEvent, RunError>(), now)
+      const lease: NodeLease = yield* dispatch(runScope, runId, request, channel).pipe(
+        Effect.onError(() => Scope.close(runScope, Exit.void))
       )
-    }
-    return { dispatch, events: attempt(first.lease, first.leaseScope, new Set(), request) } satisfies RunHandle
+      const nodeId = lease.node.id
+      lease.onGone(() => channel.fail(new NodeDisconnected({ nodeId })))
+      const entry: Active = { channel, scope: runScope }
+      yield* Effect.acquireRelease(
+        Effect.sync(() => active.add(entry)),
+        () => Effect.sync(() => active.delete(entry))
+      ).pipe(
+        Effect.zipRight(watchdog.watch({
+          get lastEventAt() {
+            return channel.lastEventAt
+          },
+          onIdle: () => channel.fail(new RunIdle({ idleMs: options.idleTimeoutMs }))
+        })),
+        Scope.extend(runScope)
+      )
+      yield* Effect.annotateCurrentSpan({ runId, nodeId, model: request.model })
+      const take = Effect.tap(channel.mailbox.takeAll, channel.pulled)
+      return { dispatch: { runId, nodeId, model: request.model }, take, events: eventsOf(take) } satisfies RunHandle
+    })
+
+    const cancelAll = (reason: string, timeout: Duration.DurationInput = Duration.seconds(1)) =>
+      Effect.suspend(() => {
+        const runs = Array.from(active)
+        for (const run of runs) run.channel.fail(new RunCancelled({ reason }))
+        return Effect.forEach(runs, (run) => Scope.close(run.scope, Exit.void), {
+          concurrency: "unbounded",
+          discard: true
+        })
+      }).pipe(
+        // Cancel paths run in finalizers (uninterruptible): made interruptible so that the bound holds.
+        Effect.interruptible,
+        Effect.timeout(timeout),
+        Effect.ignore
+      )
+
+    return { submit, cancelAll, activeRuns: Effect.sync(() => active.size) }
   })
 
-  return { submit }
-})
+const eventsOf = (take: RunHandle["take"]): Stream.Stream<RunEvent, RunError> =>
+  Stream.repeatEffectChunkOption(
+    take.pipe(
+      Effect.mapError(Option.some),
+      Effect.flatMap(([events, done]) =>
+        done && Chunk.isEmpty(events) ? Effect.fail(Option.none()) : Effect.succeed(events)
+      )
+    )
+  )
 
-export const RunServiceLive: Layer.Layer<RunService, never, NodeRegistry> = Layer.effect(RunService, make)
+export const layer = (options: RunServiceOptions): Layer.Layer<RunService, never, NodeRegistry> =>
+  Layer.scoped(RunService, make(options))

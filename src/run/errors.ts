@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { NodeId } from "./RunEvent.js"
 
 /** Errors of the run plane. Submit errors happen before a run exists; run errors end its event stream. */
 
@@ -16,10 +17,9 @@ export class NodesAtCapacity extends Schema.TaggedError<NodesAtCapacity>()("Node
   }
 }
 
-export type SubmitError = NoNodeForModel | NodesAtCapacity
 
 export class NodeDisconnected extends Schema.TaggedError<NodeDisconnected>()("NodeDisconnected", {
-  nodeId: Schema.String
+  nodeId: NodeId
 }) {
   override get message(): string {
     return "node disconnected"
@@ -39,7 +39,7 @@ export class StreamClosed extends Schema.TaggedError<StreamClosed>()("StreamClos
  * RunService may try another node.
  */
 export class NodeUnavailable extends Schema.TaggedError<NodeUnavailable>()("NodeUnavailable", {
-  nodeId: Schema.String,
+  nodeId: NodeId,
   reason: Schema.String
 }) {
   override get message(): string {
@@ -47,4 +47,23 @@ export class NodeUnavailable extends Schema.TaggedError<NodeUnavailable>()("Node
   }
 }
 
-export type RunError = NodeDisconnected | StreamClosed | NodeUnavailable
+
+/** No event of the run arrived for `runs.idleTimeoutMs`: the idle watchdog ended it. */
+export class RunIdle extends Schema.TaggedError<RunIdle>()("RunIdle", { idleMs: Schema.Number }) {
+  override get message(): string {
+    return "run timed out"
+  }
+}
+
+/** The edge cancelled the run (shutdown). */
+export class RunCancelled extends Schema.TaggedError<RunCancelled>()("RunCancelled", { reason: Schema.String }) {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+/** How a run's events end other than by its own terminal event. */
+export type RunError = NodeDisconnected | StreamClosed | NodeUnavailable | RunIdle | RunCancelled
+
+/** Why a run could not be started; nothing ran, nothing was written. */
+export type SubmitError = NoNodeForModel | NodesAtCapacity | NodeUnavailable

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ModelNotFound, NoNodeAccepted, RunFailed, RunTimedOut, ToolValidationFailed, ToolValidationRetryFailed } from "../../src/chat/errors.js"
 import { BodyTooLarge, InvalidRequest, ShuttingDown, Unauthorized } from "../../src/http/errors.js"
-import { toHttpError, toSseError } from "../../src/http/openaiError.js"
+import { sseError as toSseError } from "../../src/dialects/chat-completions/render.js"
+import { toHttpError } from "../../src/http/openaiError.js"
 import { NodesAtCapacity, NoNodeForModel } from "../../src/run/errors.js"
 
 describe("OpenAI error mapping", () => {

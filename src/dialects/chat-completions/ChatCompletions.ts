@@ -1,0 +1,131 @@
+import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { ChatRequest } from "../../chat/ChatRequest.js"
+import { Chat, type Collected, outcomeOf } from "../../chat/ChatRun.js"
+import type { RunOutcomeError } from "../../chat/errors.js"
+import type { Terminal } from "../../chat/session.js"
+import { Metrics } from "../../observability/Metrics.js"
+import type { SubmitError } from "../../run/errors.js"
+import type { RunDispatch } from "../../run/RunService.js"
+import * as Render from "./render.js"
+
+export declare namespace ChatCompletions {
+  export interface Service {
+    /**
+     * The SSE body of a streamed request: live (each batch written as it
+     * arrives) or, for a strict `streamBuffer` model, collected and
+     * validated first. Submission errors fail here, before anything is
+     * written; after that the body always ends with one terminal event and
+     * `[DONE]`. The run lives in the caller's scope.
+     */
+    readonly stream: (request: ChatRequest) => Effect.Effect<Stream.Stream<Uint8Array>, SubmitError, Scope.Scope>
+    /** Runs to the end (with strict retries) and returns the `chat.completion` body. */
+    readonly complete: (request: ChatRequest) => Effect.Effect<unknown, SubmitError | RunOutcomeError, Scope.Scope>
+  }
+}
+
+export class ChatCompletions extends Context.Tag("@iop/edge/ChatCompletions")<
+  ChatCompletions,
+  ChatCompletions.Service
+>() {}
+
+const encoder = new TextEncoder()
+const bytes = (text: string): Chunk.Chunk<Uint8Array> => Chunk.of(encoder.encode(text))
+
+export const make = Effect.gen(function* () {
+  const chat = yield* Chat
+  const metrics = yield* Metrics
+
+  const context = (request: ChatRequest, dispatch: RunDispatch, created: number): Render.ResponseContext => ({
+    id: `chatcmpl-${dispatch.runId.slice(4)}`,
+    created,
+    model: request.submit.model,
+    reasoningField: request.policy.reasoningField,
+    includeUsage: request.includeUsage
+  })
+
+  /** Counts the response (stream or not) by its outcome once it is over, whatever ended it. */
+  const track = (request: ChatRequest, stream: boolean) =>
+    Effect.gen(function* () {
+      let terminal: Terminal | undefined
+      if (stream) {
+        yield* metrics.streamOpened
+        yield* Effect.addFinalizer(() => metrics.streamClosed)
+      }
+      yield* Effect.addFinalizer(() =>
+        Effect.suspend(() => metrics.request({ model: request.submit.model, stream, outcome: outcomeOf(terminal) }))
+      )
+      return (t: Terminal) => {
+        terminal = t
+      }
+    })
+
+  const createdNow = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
+
+  /** Live: the session's batches rendered as they come, one socket write per pulled batch. */
+  const live = (request: ChatRequest, ended: (t: Terminal) => void) =>
+    Effect.gen(function* () {
+      const created = yield* createdNow
+      const run = yield* chat.open(request)
+      const render = Render.chunkRenderer(context(request, run.dispatch, created))
+      let started = false
+      const pull: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> = Effect.suspend(() => {
+        // The role chunk goes out at once: it sends the headers and starts the client's clock.
+        if (!started) {
+          started = true
+          return Effect.succeed(bytes(render.role))
+        }
+        return Effect.flatMap(run.next, (out) => {
+          if (out === undefined) return Effect.fail(Option.none())
+          const last = out[out.length - 1]
+          if (last !== undefined && (last._tag === "Finish" || last._tag === "Error")) ended(last)
+          const text = render.batch(out)
+          return Effect.succeed(text === "" ? Chunk.empty() : bytes(text))
+        })
+      })
+      return Stream.repeatEffectChunkOption(pull)
+    })
+
+  /** Strict stream buffer: collected and validated (maybe replayed) before the first byte is written. */
+  const buffered = (request: ChatRequest, ended: (t: Terminal) => void) =>
+    Effect.gen(function* () {
+      const created = yield* createdNow
+      const result = yield* chat.collect(request)
+      ended(result.terminal)
+      // A result that did not validate is written as its error alone, like the non-stream 502.
+      const render = Render.chunkRenderer(context(request, result.dispatch, created))
+      const text = result.terminal._tag === "Error"
+        ? render.batch([result.terminal])
+        : render.role + render.batch(result.emissions)
+      return Stream.fromChunk(bytes(text))
+    })
+
+  const stream = (request: ChatRequest) =>
+    Effect.gen(function* () {
+      const ended = yield* track(request, true)
+      return yield* (request.policy.buffered ? buffered(request, ended) : live(request, ended))
+    }).pipe(Effect.withSpan("ChatCompletions.stream"))
+
+  const complete = (request: ChatRequest) =>
+    Effect.gen(function* () {
+      const ended = yield* track(request, false)
+      const created = yield* createdNow
+      const result: Collected = yield* chat.collect(request)
+      ended(result.terminal)
+      const rendered = Render.completion(context(request, result.dispatch, created), result.emissions)
+      return rendered._tag === "Body" ? rendered.body : yield* Effect.fail(rendered.error)
+    }).pipe(Effect.withSpan("ChatCompletions.complete"))
+
+  return { stream, complete } satisfies ChatCompletions.Service
+})
+
+export const ChatCompletionsLive: Layer.Layer<ChatCompletions, never, Chat | Metrics> = Layer.effect(
+  ChatCompletions,
+  make
+)
