@@ -10,7 +10,7 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
-import { NodeDisconnected, RunCancelled, type RunError, RunIdle, type SubmitError } from "./errors.js"
+import { NodeDisconnected, type NodeUnavailable, RunCancelled, type RunError, RunIdle, type SubmitError } from "./errors.js"
 import { type NodeLease, NodeRegistry } from "./NodeRegistry.js"
 import { RunChannel } from "./RunChannel.js"
 import { type NodeId, type RunEvent, RunId } from "./RunEvent.js"
@@ -87,6 +87,7 @@ export const make = (
       Effect.gen(function* () {
         const excluded = new Set<NodeId>()
         let sent = request
+        let refused: NodeUnavailable | undefined
         for (;;) {
           const leaseScope = yield* Scope.fork(runScope, ExecutionStrategy.sequential)
           const started = yield* registry.acquire(request.model, excluded).pipe(
@@ -97,7 +98,10 @@ export const make = (
           if (started._tag === "Right") return started.right
           yield* Scope.close(leaseScope, Exit.void)
           const error: SubmitError = started.left
-          if (error._tag !== "NodeUnavailable" || excluded.size + 1 >= MAX_NODE_ATTEMPTS) return yield* Effect.fail(error)
+          // After a refusal, "no other node" is still that refusal: every node that could run it said no.
+          if (error._tag !== "NodeUnavailable") return yield* Effect.fail(refused ?? error)
+          if (excluded.size + 1 >= MAX_NODE_ATTEMPTS) return yield* Effect.fail(error)
+          refused = error
           excluded.add(error.nodeId)
           yield* Effect.logDebug("node unavailable; trying another").pipe(
             Effect.annotateLogs({ runId, nodeId: error.nodeId, reason: error.reason })

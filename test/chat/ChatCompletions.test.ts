@@ -7,15 +7,20 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import { ChatCompletions, ChatCompletionsLive } from "../../src/chat/ChatCompletions.js"
-import type { StreamItem } from "../../src/chat/chunks.js"
+import * as ChatRun from "../../src/chat/ChatRun.js"
+import { ChatCompletions, ChatCompletionsLive } from "../../src/dialects/chat-completions/ChatCompletions.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { decodeBody, toChatRequest } from "../../src/http/toChatRequest.js"
 import { Metrics, MetricsTest } from "../../src/observability/Metrics.js"
 import { NodeDisconnected, NodeUnavailable, NoNodeForModel, StreamClosed } from "../../src/run/errors.js"
+import { NodeId } from "../../src/run/RunEvent.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
+import * as RunServiceM from "../../src/run/RunService.js"
+import { NodeRegistry, NodeRegistryLive } from "../../src/run/NodeRegistry.js"
 import { eventStream, events, refuse, type Script, scriptedRuns } from "../support/ScriptedRunService.js"
+import { scriptedNode } from "../support/ScriptedNode.js"
+import { parseSse, type StreamItem } from "../support/sse.js"
 
 const config = Either.getOrThrow(
   decodeConfigJson("test", {
@@ -41,15 +46,31 @@ const request = (body: Record<string, unknown>) =>
     return yield* toChatRequest(config, wire)
   }).pipe(Effect.orDie)
 
+const chatLayer = ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })
+
 const setup = (scripts: ReadonlyArray<Script>) => {
   const runs = scriptedRuns(scripts)
   const layer = ChatCompletionsLive.pipe(
-    Layer.provide(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
+    Layer.provideMerge(chatLayer),
+    Layer.provideMerge(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
   )
   return { runs, layer }
 }
 
-const collect = (items: Stream.Stream<StreamItem>) => Stream.runCollect(items).pipe(Effect.map(Chunk.toReadonlyArray))
+/** The chat plane over the real run plane (its idle watchdog) and one scripted node serving every model. */
+const overRunPlane = (script: Stream.Stream<RunEvent.RunEvent>) => {
+  const node = scriptedNode("n1", ["echo", "strict", "buffered"], script)
+  const plane = RunServiceM.layer({ idleTimeoutMs: 60_000 }).pipe(Layer.provideMerge(NodeRegistryLive))
+  const register = Layer.scopedDiscard(Effect.flatMap(NodeRegistry, (r) => r.register(node.connection)))
+  const layer = ChatCompletionsLive.pipe(
+    Layer.provideMerge(chatLayer),
+    Layer.provide(Layer.mergeAll(MetricsTest, register.pipe(Layer.provideMerge(plane))))
+  )
+  return { node, layer }
+}
+
+const collect = (body: Stream.Stream<Uint8Array>) =>
+  Stream.runCollect(Stream.decodeText(body)).pipe(Effect.map((texts) => parseSse(Chunk.join(texts, ""))))
 
 const chunkDeltas = (items: ReadonlyArray<StreamItem>) =>
   items.flatMap((i) => {
@@ -64,21 +85,31 @@ const call = (args: string) => RunEvent.complete({
   metadata: {}
 })
 
+/** The items before `[DONE]`, checking that `[DONE]` ends the stream exactly once. */
+const untilDone = (out: ReadonlyArray<StreamItem>) => {
+  expect(out.filter((i) => i._tag === "Done")).toHaveLength(1)
+  expect(out[out.length - 1]?._tag).toBe("Done")
+  return out.slice(0, -1)
+}
+
 describe("ChatCompletions", () => {
   it.scoped("idle timeout: 59.9 s without an event keeps the stream open, 60 s ends it with `run timed out` and cancels the run", () => {
-    const { runs, layer } = setup([eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))])
+    const { node, layer } = overRunPlane(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const items = yield* chat.stream(yield* request({ model: "echo", stream: true }))
-      const fiber = yield* Effect.fork(collect(items))
+      const body = yield* chat.stream(yield* request({ model: "echo", stream: true }))
+      const fiber = yield* Effect.fork(collect(body))
       yield* TestClock.adjust("59900 millis")
       expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
       yield* TestClock.adjust("100 millis")
-      const out = yield* Fiber.join(fiber)
-      expect(out[out.length - 1]).toMatchObject({ _tag: "Error", error: { _tag: "RunTimedOut" } })
+      const out = untilDone(yield* Fiber.join(fiber))
+      expect(out[out.length - 1]).toEqual({ _tag: "Error", error: { type: "run_error", message: "run timed out" } })
       expect(out.filter((i) => i._tag === "Error")).toHaveLength(1)
-      expect(runs.cancelled).toEqual(["run_scripted1"])
-    }).pipe(Effect.provide(layer))
+    }).pipe(
+      Effect.scoped,
+      Effect.tap(() => expect(node.stopped).toEqual(node.started)),
+      Effect.provide(layer)
+    )
   })
 
   it.scoped("idle timeout restarts on every event (it is not a deadline)", () => {
@@ -87,33 +118,26 @@ describe("ChatCompletions", () => {
       Stream.map(RunEvent.delta),
       Stream.concat(Stream.make(RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} })))
     )
-    const { layer } = setup([eventStream(slow)])
+    const { layer } = overRunPlane(slow)
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const items = yield* chat.stream(yield* request({ model: "echo", stream: true }))
-      const fiber = yield* Effect.fork(collect(items))
+      const body = yield* chat.stream(yield* request({ model: "echo", stream: true }))
+      const fiber = yield* Effect.fork(collect(body))
       for (let i = 0; i < 3; i++) yield* TestClock.adjust("50 seconds")
       const out = yield* Fiber.join(fiber)
-      expect(chunkDeltas(out).map((d) => d["content"] ?? d.finish_reason)).toEqual([
-        "",
-        "a",
-        "b",
-        "c",
-        "stop"
-      ])
+      expect(chunkDeltas(untilDone(out)).map((d) => d["content"] ?? d.finish_reason)).toEqual(["", "a", "b", "c", "stop"])
     }).pipe(Effect.provide(layer))
   })
 
   it.effect("idle timeout, non-stream: fails with RunTimedOut (HTTP 504) and cancels the run", () => {
-    const { runs, layer } = setup([eventStream(Stream.never)])
+    const { node, layer } = overRunPlane(Stream.never)
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const fiber = yield* Effect.fork(Effect.either(chat.complete(yield* request({ model: "echo" }))))
+      const fiber = yield* Effect.fork(Effect.either(Effect.scoped(chat.complete(yield* request({ model: "echo" })))))
       yield* TestClock.adjust("60 seconds")
       const result = yield* Fiber.join(fiber)
       expect(Either.isLeft(result) && result.left._tag).toBe("RunTimedOut")
-      expect(runs.cancelled).toEqual(["run_scripted1"])
-      expect(runs.released).toEqual(["run_scripted1"])
+      expect(node.stopped).toHaveLength(1)
     }).pipe(Effect.provide(layer))
   })
 
@@ -121,26 +145,28 @@ describe("ChatCompletions", () => {
     const { runs, layer } = setup([eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const items = yield* chat.stream(yield* request({ model: "echo", stream: true }))
-      const fiber = yield* Effect.fork(collect(items))
+      const fiber = yield* Effect.fork(
+        Effect.scoped(Effect.flatMap(chat.stream(yield* request({ model: "echo", stream: true })), collect))
+      )
       yield* TestClock.adjust("1 second")
       yield* Fiber.interrupt(fiber)
       expect(runs.cancelled).toEqual(["run_scripted1"])
+      expect(runs.released).toEqual(["run_scripted1"])
     }).pipe(Effect.provide(layer))
   })
 
   it.scoped("node disconnected and broken streams end with one run_error", () => {
     const { layer } = setup([
-      eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.fail(new NodeDisconnected({ nodeId: "n1" }))))),
-      eventStream(Stream.fail(new StreamClosed()))
+      eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.fail(new NodeDisconnected({ nodeId: NodeId.make("n1") }))))),
+      eventStream(Stream.fail(new StreamClosed())),
+      events(RunEvent.delta("no terminal"))
     ])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      for (const message of ["node disconnected", "run stream closed"]) {
-        const out = yield* collect(yield* chat.stream(yield* request({ model: "echo", stream: true })))
+      for (const message of ["node disconnected", "run stream closed", "run stream closed"]) {
+        const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "echo", stream: true }))))
         const errors = out.filter((i) => i._tag === "Error")
-        expect(errors).toHaveLength(1)
-        expect(errors[0]).toMatchObject({ error: { _tag: "RunFailed", message } })
+        expect(errors).toEqual([{ _tag: "Error", error: { type: "run_error", message } }])
         expect(out[out.length - 1]).toBe(errors[0])
       }
     }).pipe(Effect.provide(layer))
@@ -155,16 +181,19 @@ describe("ChatCompletions", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.effect("every node refusing the run before its first event is a 503 for a non-stream request", () => {
-    const { layer } = setup([eventStream(Stream.fail(new NodeUnavailable({ nodeId: "n1", reason: "at capacity" })))])
+  it.scoped("every node refusing the run is a 503 before anything is written, stream or not", () => {
+    const refusal = new NodeUnavailable({ nodeId: NodeId.make("n1"), reason: "at capacity" })
+    const { layer } = setup([refuse(refusal), refuse(refusal)])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const result = yield* Effect.either(chat.complete(yield* request({ model: "echo" })))
-      expect(Either.isLeft(result) && result.left._tag).toBe("NoNodeAccepted")
+      const body = yield* Effect.either(chat.complete(yield* request({ model: "echo" })))
+      expect(Either.isLeft(body) && body.left._tag).toBe("NodeUnavailable")
+      const stream = yield* Effect.either(chat.stream(yield* request({ model: "echo", stream: true })))
+      expect(Either.isLeft(stream) && stream.left._tag).toBe("NodeUnavailable")
     }).pipe(Effect.provide(layer))
   })
 
-  it.effect("strict retry: an invalid call is replayed once with attempt metadata; only the valid call is returned", () => {
+  it.scoped("strict retry: an invalid call is replayed once with attempt metadata; only the valid call is returned", () => {
     const { runs, layer } = setup([events(call("{\"city\": 1}")), events(call("{\"city\": \"Paris\"}"))])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
@@ -183,7 +212,7 @@ describe("ChatCompletions", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.effect("strict retry: invalid twice fails with tool_validation_error after toolValidationAttempts runs", () => {
+  it.scoped("strict retry: invalid twice fails with tool_validation_error after toolValidationAttempts runs", () => {
     const { runs, layer } = setup([events(call("{}")), events(call("{\"city\": 3}")), events(call("{}"))])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
@@ -193,7 +222,7 @@ describe("ChatCompletions", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.effect("usage of runs that failed tool validation is counted in /metrics under that outcome", () => {
+  it.scoped("usage of runs that failed tool validation is counted in /metrics under that outcome", () => {
     const usage = { inputTokens: 5, outputTokens: 7 }
     const invalid = RunEvent.complete({
       finishReason: "tool_calls",
@@ -205,18 +234,19 @@ describe("ChatCompletions", () => {
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
       const metrics = yield* Metrics
-      yield* Effect.either(chat.complete(yield* request({ model: "strict", tools: [weather] })))
+      yield* Effect.either(Effect.scoped(chat.complete(yield* request({ model: "strict", tools: [weather] }))))
       const { body } = yield* metrics.exposition
       expect(body).toContain('iop_tokens_total{model="strict",outcome="tool_validation_error",kind="output"} 14')
       expect(body).toContain('iop_runs_total{model="strict",outcome="tool_validation_error"} 2')
-    }).pipe(Effect.provide(Layer.merge(layer, MetricsTest)))
+      expect(body).toContain('iop_chat_requests_total{model="strict",stream="false",outcome="tool_validation_error"} 1')
+    }).pipe(Effect.provide(layer))
   })
 
   it.scoped("strict stream buffer: nothing invalid is written; the retried valid call is", () => {
     const { runs, layer } = setup([events(RunEvent.delta("hmm"), call("{}")), events(call("{\"city\": \"Rome\"}"))])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const out = yield* collect(yield* chat.stream(yield* request({ model: "buffered", stream: true, tools: [weather] })))
+      const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "buffered", stream: true, tools: [weather] }))))
       const deltas = chunkDeltas(out)
       expect(deltas[0]).toMatchObject({ role: "assistant" })
       expect(deltas.some((d) => d["content"] === "hmm")).toBe(false)
@@ -230,9 +260,9 @@ describe("ChatCompletions", () => {
     const { layer } = setup([events(call("{}")), refuse(new NoNodeForModel({ model: "buffered" }))])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const out = yield* collect(yield* chat.stream(yield* request({ model: "buffered", stream: true, tools: [weather] })))
+      const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "buffered", stream: true, tools: [weather] }))))
       expect(out).toHaveLength(1)
-      expect(out[0]).toMatchObject({ _tag: "Error", error: { _tag: "ToolValidationRetryFailed" } })
+      expect(out[0]).toMatchObject({ _tag: "Error", error: { type: "tool_validation_retry_error" } })
     }).pipe(Effect.provide(layer))
   })
 
@@ -240,9 +270,9 @@ describe("ChatCompletions", () => {
     const { runs, layer } = setup([events(RunEvent.delta("Let me check."), call("{\"town\": 1}"))])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const out = yield* collect(yield* chat.stream(yield* request({ model: "strict", stream: true, tools: [weather] })))
+      const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "strict", stream: true, tools: [weather] }))))
       expect(chunkDeltas(out).some((d) => "tool_calls" in d)).toBe(false)
-      expect(out[out.length - 1]).toMatchObject({ _tag: "Error", error: { _tag: "ToolValidationFailed" } })
+      expect(out[out.length - 1]).toMatchObject({ _tag: "Error", error: { type: "tool_validation_error" } })
       expect(runs.submitted).toHaveLength(1)
     }).pipe(Effect.provide(layer))
   })
@@ -252,14 +282,61 @@ describe("ChatCompletions", () => {
     const { layer } = setup([events(RunEvent.delta("x"), RunEvent.complete({ finishReason: "stop", toolCalls: [], usage, metadata: {} }))])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const out = yield* collect(
+      const out = untilDone(yield* collect(
         yield* chat.stream(yield* request({ model: "echo", stream: true, stream_options: { include_usage: true } }))
-      )
+      ))
       const last = out[out.length - 1]
       expect(last).toMatchObject({
         _tag: "Chunk",
         chunk: { choices: [], usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3, prompt_tokens_details: { cached_tokens: 1 } } }
       })
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("one response path: a live stream, a strict-buffered stream and a non-stream request of one script agree", () => {
+    const script = () =>
+      events(
+        RunEvent.reasoningDelta("thinking"),
+        RunEvent.delta("Let me <tool_call>{\"name\": \"get_weather\", \"argu"),
+        RunEvent.delta("ments\": {\"city\": \"Oslo\"}}</tool_call> check."),
+        RunEvent.complete({ finishReason: "stop", toolCalls: [], usage: { inputTokens: 3, outputTokens: 9 }, metadata: {} })
+      )
+    const { layer } = setup([script(), script(), script()])
+    type Body = {
+      choices: Array<{ message: { content: string | null; refusal: null; tool_calls?: Array<{ function: unknown }> }; finish_reason: string }>
+      usage: unknown
+    }
+    return Effect.gen(function* () {
+      const chat = yield* ChatCompletions
+      const ask = { tools: [weather], stream_options: { include_usage: true }, include_reasoning: true }
+      const live = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "strict", stream: true, ...ask }))))
+      const buffered = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "buffered", stream: true, ...ask }))))
+      const body = (yield* chat.complete(yield* request({ model: "strict", ...ask }))) as Body
+      const summary = (items: ReadonlyArray<StreamItem>) => {
+        const deltas = chunkDeltas(items)
+        return {
+          content: deltas.map((d) => d["content"] ?? "").join(""),
+          calls: deltas.flatMap((d) => (Array.isArray(d["tool_calls"]) ? d["tool_calls"].map((c: { function: unknown }) => c.function) : [])),
+          finish: deltas[deltas.length - 1]?.finish_reason,
+          usage: items.flatMap((i) => (i._tag === "Chunk" && typeof i.chunk === "object" && i.chunk !== null && "usage" in i.chunk ? [i.chunk.usage] : []))[0]
+        }
+      }
+      const choice = body.choices[0]
+      const expected = {
+        content: "Let me  check.",
+        calls: [{ name: "get_weather", arguments: "{\"city\":\"Oslo\"}" }],
+        finish: "tool_calls",
+        usage: { prompt_tokens: 3, completion_tokens: 9, total_tokens: 12 }
+      }
+      expect(summary(live)).toEqual(expected)
+      expect(summary(buffered)).toEqual(expected)
+      expect({
+        content: choice?.message.content,
+        calls: choice?.message.tool_calls?.map((c) => c.function),
+        finish: choice?.finish_reason,
+        usage: body.usage
+      }).toEqual(expected)
+      expect(choice?.message.refusal).toBeNull()
     }).pipe(Effect.provide(layer))
   })
 })

@@ -5,7 +5,8 @@ import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
-import { ChatCompletions, ChatCompletionsLive } from "../../src/chat/ChatCompletions.js"
+import * as ChatRun from "../../src/chat/ChatRun.js"
+import { ChatCompletions, ChatCompletionsLive } from "../../src/dialects/chat-completions/ChatCompletions.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { decodeBody, toChatRequest } from "../../src/http/toChatRequest.js"
@@ -33,7 +34,10 @@ const run = (traceStreams: boolean, metadata: Record<string, string>) =>
       yield* Stream.runDrain(yield* chat.stream(request))
     }).pipe(
       Effect.scoped,
-      Effect.provide(ChatCompletionsLive.pipe(Layer.provide(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config))))),
+      Effect.provide(ChatCompletionsLive.pipe(
+        Layer.provide(ChatRun.layer({ toolValidationAttempts: 2, traceStreams })),
+        Layer.provide(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
+      )),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger))
     )
     return logs.filter((l) => l.message.startsWith("stream output"))

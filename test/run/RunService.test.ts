@@ -5,42 +5,24 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
+import { NodeUnavailable } from "../../src/run/errors.js"
 import { type NodeConnection, NodeRegistry, NodeRegistryLive } from "../../src/run/NodeRegistry.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
 import { NodeId } from "../../src/run/RunEvent.js"
-import { RunService, RunServiceLive } from "../../src/run/RunService.js"
-import { NodeUnavailable } from "../../src/run/errors.js"
+import * as RunServiceM from "../../src/run/RunService.js"
+import { RunService } from "../../src/run/RunService.js"
 import type { SubmitRunRequest } from "../../src/run/SubmitRunRequest.js"
+import { scriptedNode } from "../support/ScriptedNode.js"
 
 const request = (model: string): SubmitRunRequest => ({ model, messages: [], tools: [], sampling: {}, metadata: {} })
 
-const RunPlane = RunServiceLive.pipe(Layer.provideMerge(NodeRegistryLive))
+const RunPlane = RunServiceM.layer({ idleTimeoutMs: 60_000 }).pipe(Layer.provideMerge(NodeRegistryLive))
 
-/** A node whose runs follow `script`, recording runs started and stopped early. */
-const scriptedNode = (
-  id: string,
-  models: ReadonlyArray<string>,
-  script: Stream.Stream<RunEvent.RunEvent> = Stream.never,
-  maxConcurrentRuns = Number.POSITIVE_INFINITY
-) => {
-  const started: Array<string> = []
-  const stopped: Array<string> = []
-  const requests: Array<SubmitRunRequest> = []
-  const connection: NodeConnection = {
-    id: NodeId.make(id),
-    models,
-    maxConcurrentRuns,
-    start: (runId, request) =>
-      script.pipe(
-        Stream.onStart(Effect.sync(() => requests.push(request))),
-        Stream.onStart(Effect.sync(() => started.push(runId))),
-        Stream.ensuringWith((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? 0 : stopped.push(runId))))
-      )
-  }
-  return { connection, started, stopped, requests }
-}
+const done = RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} })
 
 describe("RunService", () => {
   it.scoped("no node serves the model: NoNodeForModel", () =>
@@ -85,21 +67,24 @@ describe("RunService", () => {
     }).pipe(Effect.provide(RunPlane))
   )
 
-  it.scoped("a run whose consumer leaves is cancelled on its node", () =>
+  it.scoped("cancel: closing the run's scope stops it on its node and releases its slot", () =>
     Effect.gen(function* () {
       const registry = yield* NodeRegistry
       const runs = yield* RunService
-      const node = scriptedNode("a", ["m"])
+      const node = scriptedNode("a", ["m"], Stream.never, 1)
       yield* registry.register(node.connection)
-      const handle = yield* runs.submit(request("m"))
-      const fiber = yield* Effect.fork(Stream.runDrain(handle.events))
-      yield* Effect.yieldNow()
-      yield* Fiber.interrupt(fiber)
+      const scope = yield* Scope.make()
+      const handle = yield* runs.submit(request("m")).pipe(Scope.extend(scope))
+      expect(node.started).toEqual([handle.dispatch.runId])
+      expect(yield* runs.activeRuns).toBe(1)
+      yield* Scope.close(scope, Exit.void)
       expect(node.stopped).toEqual([handle.dispatch.runId])
+      expect((yield* registry.nodes)[0]?.inFlight).toBe(0)
+      expect(yield* runs.activeRuns).toBe(0)
     }).pipe(Effect.provide(RunPlane))
   )
 
-  it.scoped("node disconnected mid-run: the run fails with NodeDisconnected", () =>
+  it.scoped("node loss: a node that leaves mid-run fails it with NodeDisconnected, after the events it sent", () =>
     Effect.gen(function* () {
       const registry = yield* NodeRegistry
       const runs = yield* RunService
@@ -107,31 +92,27 @@ describe("RunService", () => {
       const node = scriptedNode("a", ["m"], Stream.make(RunEvent.delta("x")).pipe(Stream.concat(Stream.never)))
       yield* registry.register(node.connection).pipe(Scope.extend(nodeScope))
       const handle = yield* runs.submit(request("m"))
-      const fiber = yield* Effect.fork(Stream.runCollect(handle.events).pipe(Effect.either))
-      yield* Effect.yieldNow()
+      const [first] = yield* handle.take
+      expect(Chunk.toReadonlyArray(first)).toEqual([RunEvent.delta("x")])
       yield* Scope.close(nodeScope, Exit.void)
-      const result = yield* Fiber.join(fiber)
-      expect(Either.isLeft(result) && result.left.message).toBe("node disconnected")
+      const result = yield* Effect.either(handle.take)
+      expect(Either.isLeft(result) && result.left._tag).toBe("NodeDisconnected")
       const afterwards = yield* Effect.either(Effect.scoped(runs.submit(request("m"))))
       expect(Either.isLeft(afterwards) && afterwards.left._tag).toBe("NoNodeForModel")
     }).pipe(Effect.provide(RunPlane))
   )
 
-  it.scoped("events end at the first terminal event; a stream without one is StreamClosed", () =>
+  it.scoped("events arrive as they were emitted and end when the producer ends", () =>
     Effect.gen(function* () {
       const registry = yield* NodeRegistry
       const runs = yield* RunService
-      const done = RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} })
-      yield* registry.register(scriptedNode("a", ["ok"], Stream.make(RunEvent.delta("x"), done, RunEvent.delta("late"))).connection)
-      yield* registry.register(scriptedNode("b", ["broken"], Stream.make(RunEvent.delta("x"))).connection)
-      const ok = yield* Stream.runCollect((yield* runs.submit(request("ok"))).events)
-      expect(Chunk.toReadonlyArray(ok).map((e) => e._tag)).toEqual(["Delta", "Complete"])
-      const broken = yield* Effect.either(Stream.runCollect((yield* runs.submit(request("broken"))).events))
-      expect(Either.isLeft(broken) && broken.left._tag).toBe("StreamClosed")
+      yield* registry.register(scriptedNode("a", ["m"], Stream.make(RunEvent.delta("x"), done)).connection)
+      const events = yield* Stream.runCollect((yield* runs.submit(request("m"))).events)
+      expect(Chunk.toReadonlyArray(events)).toEqual([RunEvent.delta("x"), done])
     }).pipe(Effect.provide(RunPlane))
   )
 
-  it.scoped("a node that refuses before the first event is skipped; its slot is released", () =>
+  it.scoped("a node that refuses is skipped; its slot is released; the next node is told why", () =>
     Effect.gen(function* () {
       const registry = yield* NodeRegistry
       const runs = yield* RunService
@@ -139,21 +120,104 @@ describe("RunService", () => {
         id: NodeId.make("a"),
         models: ["m"],
         maxConcurrentRuns: 1,
-        start: () => Stream.fail(new NodeUnavailable({ nodeId: "a", reason: "at capacity" }))
+        start: () => Effect.fail(new NodeUnavailable({ nodeId: NodeId.make("a"), reason: "at capacity" }))
       }
       yield* registry.register(refusing)
-      const b = scriptedNode("b", ["m"], Stream.make(RunEvent.delta("x"), RunEvent.cancelled("done")), 5)
+      const b = scriptedNode("b", ["m"], Stream.make(RunEvent.delta("x"), done), 5)
       yield* registry.register(b.connection)
-      const events = yield* Effect.scoped(runs.submit(request("m")).pipe(Effect.flatMap((h) => Stream.runCollect(h.events))))
-      expect(Chunk.toReadonlyArray(events).map((e) => e._tag)).toEqual(["Delta", "Cancelled"])
+      const handle = yield* Effect.scoped(
+        runs.submit(request("m")).pipe(
+          Effect.flatMap((h) => Effect.map(Stream.runCollect(h.events), (events) => ({ h, events })))
+        )
+      )
+      expect(Chunk.toReadonlyArray(handle.events).map((e) => e._tag)).toEqual(["Delta", "Complete"])
+      expect(handle.h.dispatch.nodeId).toBe("b")
       expect(b.requests[0]?.metadata).toEqual({ node_attempt: "2", failed_node_id: "a", node_failure: "at capacity" })
-      const alone = yield* Effect.either(Effect.scoped(runs.submit(request("m")).pipe(
-        Effect.tap(() => registry.nodes.pipe(Effect.map((ns) => ns.find((n) => n.id === "a")?.inFlight))),
-        Effect.flatMap((h) => Stream.runCollect(h.events))
-      )))
-      expect(Either.isRight(alone)).toBe(true)
-      const status = yield* registry.nodes
-      expect(status.map((s) => s.inFlight)).toEqual([0, 0])
+      expect((yield* registry.nodes).map((s) => s.inFlight)).toEqual([0, 0])
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("every node refusing fails the submission with NodeUnavailable (nothing ran)", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      yield* registry.register({
+        id: NodeId.make("a"),
+        models: ["m"],
+        maxConcurrentRuns: 1,
+        start: () => Effect.fail(new NodeUnavailable({ nodeId: NodeId.make("a"), reason: "draining" }))
+      })
+      const result = yield* Effect.either(Effect.scoped(runs.submit(request("m"))))
+      expect(Either.isLeft(result) && result.left._tag).toBe("NodeUnavailable")
+      expect((yield* registry.nodes)[0]?.inFlight).toBe(0)
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("idle timeout: 59.9 s without an event keeps the run open, 60 s ends it with RunIdle", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      yield* registry.register(scriptedNode("a", ["m"], Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never))).connection)
+      const handle = yield* runs.submit(request("m"))
+      const fiber = yield* Effect.fork(Stream.runCollect(handle.events).pipe(Effect.either))
+      yield* TestClock.adjust("59900 millis")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust("100 millis")
+      const result = yield* Fiber.join(fiber)
+      expect(Either.isLeft(result) && result.left._tag).toBe("RunIdle")
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("idle timeout restarts on every event (it is not a deadline), for each run on its own", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const slow = Stream.fromIterable(["a", "b", "c"]).pipe(
+        Stream.tap(() => Effect.sleep("50 seconds")),
+        Stream.map(RunEvent.delta),
+        Stream.concat(Stream.make(done))
+      )
+      yield* registry.register(scriptedNode("a", ["slow"], slow).connection)
+      yield* registry.register(scriptedNode("b", ["stuck"], Stream.never).connection)
+      const slowRun = yield* Effect.fork(Stream.runCollect((yield* runs.submit(request("slow"))).events))
+      yield* TestClock.adjust("30 seconds")
+      const stuckRun = yield* Effect.fork(Stream.runCollect((yield* runs.submit(request("stuck"))).events).pipe(Effect.either))
+      for (let i = 0; i < 3; i++) yield* TestClock.adjust("50 seconds")
+      const events = Chunk.toReadonlyArray(yield* Fiber.join(slowRun))
+      expect(events.map((e) => (e._tag === "Delta" ? e.text : e._tag))).toEqual(["a", "b", "c", "Complete"])
+      const stuck = yield* Fiber.join(stuckRun)
+      expect(Either.isLeft(stuck) && stuck.left._tag).toBe("RunIdle")
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("cancelAll: every run at once ends with RunCancelled and is stopped on its node, nobody reading", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const node = scriptedNode("a", ["m"], Stream.make(RunEvent.delta("x")).pipe(Stream.concat(Stream.never)))
+      yield* registry.register(node.connection)
+      const handles = yield* Effect.forEach(Array.from({ length: 1000 }), () => runs.submit(request("m")))
+      yield* runs.cancelAll("edge shutting down")
+      expect(node.stopped).toHaveLength(1000)
+      expect(yield* runs.activeRuns).toBe(0)
+      const last = yield* Effect.either(Stream.runCollect(handles[999]!.events))
+      expect(Either.isLeft(last) && last.left).toMatchObject({ _tag: "RunCancelled", message: "edge shutting down" })
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("1000 callers leaving at once: every run is stopped on its node and every slot released", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const node = scriptedNode("a", ["m"], Stream.make(RunEvent.delta("x")).pipe(Stream.concat(Stream.never)))
+      yield* registry.register(node.connection)
+      const readers = yield* Effect.forEach(Array.from({ length: 1000 }), () =>
+        Effect.forkScoped(Effect.scoped(runs.submit(request("m")).pipe(Effect.flatMap((h) => Stream.runDrain(h.events))))))
+      yield* Effect.yieldNow()
+      expect(node.started).toHaveLength(1000)
+      yield* Fiber.interruptAll(readers)
+      expect(node.stopped).toHaveLength(1000)
+      expect((yield* registry.nodes)[0]?.inFlight).toBe(0)
     }).pipe(Effect.provide(RunPlane))
   )
 })

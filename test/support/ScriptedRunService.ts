@@ -1,6 +1,9 @@
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { RunError, SubmitError } from "../../src/run/errors.js"
 import { NodeId, type RunEvent, RunId } from "../../src/run/RunEvent.js"
@@ -22,11 +25,16 @@ export interface ScriptedRuns {
   readonly submitted: Array<SubmitRunRequest>
   /** Runs whose scope closed (released or cancelled), by run id. */
   readonly released: Array<string>
-  /** Runs whose event stream was stopped before its end (cancelled on the node). */
+  /** Runs whose script was stopped before its end (cancelled on the node). */
   readonly cancelled: Array<string>
 }
 
-/** A RunService that plays one script per submission, in order, and records what the edge did with each run. */
+/**
+ * A RunService that plays one script per submission, in order, into the
+ * run's mailbox (each chunk of the script one batch), and records what the
+ * edge did with each run. No idle watchdog: tests of timeouts use the real
+ * RunService with a scripted node.
+ */
 export const scriptedRuns = (scripts: ReadonlyArray<Script>): ScriptedRuns => {
   const submitted: Array<SubmitRunRequest> = []
   const released: Array<string> = []
@@ -40,10 +48,33 @@ export const scriptedRuns = (scripts: ReadonlyArray<Script>): ScriptedRuns => {
       if (script._tag === "Refuse") return yield* Effect.fail(script.error)
       const runId = RunId.make(`run_scripted${n + 1}`)
       yield* Effect.addFinalizer(() => Effect.sync(() => released.push(runId)))
-      const events = script.events.pipe(
-        Stream.ensuringWith((exit) => Effect.sync(() => (Exit.isSuccess(exit) ? 0 : cancelled.push(runId))))
+      const mailbox = yield* Mailbox.make<RunEvent, RunError>()
+      yield* script.events.pipe(
+        Stream.runForEachChunk((chunk) => Effect.sync(() => mailbox.unsafeOfferAll(chunk))),
+        Effect.onExit((exit) => Effect.sync(() => mailbox.unsafeDone(exit))),
+        Effect.onInterrupt(() => Effect.sync(() => cancelled.push(runId))),
+        Effect.forkScoped
       )
-      return { dispatch: { runId, nodeId: NodeId.make("scripted"), model: request.model }, events }
+      const take = mailbox.takeAll
+      const events = Stream.repeatEffectChunkOption(
+        take.pipe(
+          Effect.mapError(Option.some),
+          Effect.flatMap(([chunk, done]) => (done && Chunk.isEmpty(chunk) ? Effect.fail(Option.none()) : Effect.succeed(chunk)))
+        )
+      )
+      return { dispatch: { runId, nodeId: NodeId.make("scripted"), model: request.model }, take, events }
     })
-  return { layer: Layer.succeed(RunService, { submit }), submitted, released, cancelled }
+  return {
+    layer: Layer.succeed(RunService, {
+      submit,
+      cancelAll: () => Effect.void,
+      activeRuns: Effect.succeed(0)
+    }),
+    submitted,
+    released,
+    cancelled
+  }
 }
+
+/** Exit of a script that completed: used to tell a finished script from a cancelled one. */
+export const isDone = (exit: Exit.Exit<unknown, unknown>): boolean => Exit.isSuccess(exit)
