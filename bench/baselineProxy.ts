@@ -3,7 +3,10 @@
  * stream has to do. It forwards the request upstream, parses every SSE event
  * (`JSON.parse`), re-serialises it (`JSON.stringify`) and writes what one
  * upstream read completed as one write to the client. Client gone → upstream
- * request aborted.
+ * request aborted. A non-stream request (the upstream answers
+ * `application/json`) is passed through whole: the body collected, parsed and
+ * re-serialised, written with its length. The request body is forwarded as it
+ * came: the upstream's answer, not the request, picks the path.
  */
 import { Agent, createServer, request } from "node:http"
 import { StringDecoder } from "node:string_decoder"
@@ -15,6 +18,7 @@ const agent = new Agent({ keepAlive: true })
 let reads = 0
 let events = 0
 let writes = 0
+let completions = 0
 
 const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
   const body: Array<Buffer> = []
@@ -34,6 +38,17 @@ const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
         if (upRes.statusCode !== 200) {
           upRes.resume()
           res.writeHead(502, { "content-type": "application/json" }).end("{\"error\":{\"message\":\"upstream failed\"}}")
+          return
+        }
+        if ((upRes.headers["content-type"] ?? "").startsWith("application/json")) {
+          const parts: Array<Buffer> = []
+          upRes.on("data", (chunk: Buffer) => parts.push(chunk))
+          upRes.on("end", () => {
+            completions++
+            const out = JSON.stringify(JSON.parse(Buffer.concat(parts).toString("utf8")))
+            res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(out) }).end(out)
+          })
+          upRes.on("error", () => res.destroy())
           return
         }
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
@@ -80,5 +95,5 @@ server.listen(0, "127.0.0.1", () => {
   if (address !== null && typeof address === "object") process.send?.({ type: "listening", port: address.port })
 })
 
-answer({ stats: () => ({ reads, events, writes }) })
+answer({ stats: () => ({ reads, events, writes, completions }) })
 exitWithParent()

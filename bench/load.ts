@@ -2,15 +2,18 @@
  * The load generator, in the bench's main process: streaming chat
  * completions over node:http, each read to its end. It counts content tokens
  * without parsing JSON (a `"content":"` with a non-empty value), so that the
- * client spends as little of the two cores as it can.
+ * client spends as little of the two cores as it can. Non-stream requests
+ * (`stream: false`) are read whole and checked: one `chat.completion` whose
+ * content is the fake upstream's text.
  */
 import { Agent, type ClientRequest, request } from "node:http"
+import type { Socket } from "node:net"
 
 export interface Outcome {
   /** HTTP 200, `[DONE]` seen, and the stream ended. */
   readonly ok: boolean
   readonly tokens: number
-  /** Request sent → first content token, in ms (NaN if none came). */
+  /** Request sent → first content token, in ms (NaN if none came); for a non-stream request, → the whole body. */
   readonly ttftMs: number
   /** Response body reads (`data` events) at the client: how finely the relay split its writes. */
   readonly reads: number
@@ -21,13 +24,14 @@ export interface Outcome {
 const CONTENT = "\"content\":\""
 const QUOTE = 34
 
-export const requestBody = (model: string): string =>
-  JSON.stringify({
-    model,
-    stream: true,
-    stream_options: { include_usage: true },
-    messages: [{ role: "user", content: "Tell me about the quick brown fox." }]
-  })
+const MESSAGES = [{ role: "user", content: "Tell me about the quick brown fox." }]
+
+export const requestBody = (model: string, stream = true): string =>
+  JSON.stringify(
+    stream
+      ? { model, stream: true, stream_options: { include_usage: true }, messages: MESSAGES }
+      : { model, stream: false, messages: MESSAGES }
+  )
 
 const post = (port: number, agent: Agent, body: string): ClientRequest =>
   request({
@@ -98,6 +102,66 @@ export const streamOnce = (port: number, agent: Agent, body: string, timeoutMs: 
     req.end(body)
   })
 
+/**
+ * One non-stream request: ok when HTTP 200 and the body is a `chat.completion` whose content is `expectContent`;
+ * its tokens are the usage's `completion_tokens` (or, without usage, the expected count when the text matched).
+ */
+export const completeOnce = (
+  port: number,
+  agent: Agent,
+  body: string,
+  timeoutMs: number,
+  expect: { readonly content: string; readonly tokens: number }
+): Promise<Outcome> =>
+  new Promise((resolve) => {
+    let settled = false
+    let reads = 0
+    const started = performance.now()
+    const finish = (outcome: Omit<Outcome, "reads">) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resolve({ ...outcome, reads })
+    }
+    const fail = (error: string) => finish({ ok: false, tokens: 0, ttftMs: Number.NaN, error })
+    const req = post(port, agent, body)
+    req.on("response", (res) => {
+      const parts: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => {
+        reads++
+        parts.push(chunk)
+      })
+      res.on("end", () => {
+        const ms = performance.now() - started
+        const text = Buffer.concat(parts).toString("utf8")
+        if (res.statusCode !== 200) return fail(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`)
+        try {
+          const parsed = JSON.parse(text) as {
+            object?: unknown
+            choices?: ReadonlyArray<{ message?: { content?: unknown } }>
+            usage?: { completion_tokens?: unknown }
+          }
+          const content = parsed.choices?.[0]?.message?.content
+          if (parsed.object !== "chat.completion") return fail(`not a chat.completion: ${text.slice(0, 200)}`)
+          if (content !== expect.content) {
+            return fail(`content differs (${typeof content === "string" ? `${content.length} chars` : typeof content})`)
+          }
+          const usage = parsed.usage?.completion_tokens
+          finish({ ok: true, tokens: typeof usage === "number" ? usage : expect.tokens, ttftMs: ms, error: undefined })
+        } catch {
+          fail(`body is not JSON: ${text.slice(0, 200)}`)
+        }
+      })
+      res.on("error", (e) => fail(`response: ${e.message}`))
+      res.on("close", () => {
+        if (!res.complete) fail("response closed early")
+      })
+    })
+    req.on("error", (e) => fail(`request: ${e.message}`))
+    const timer = setTimeout(() => req.destroy(new Error("timeout")), timeoutMs)
+    req.end(body)
+  })
+
 export interface LoadResult {
   readonly requests: number
   readonly ok: number
@@ -121,6 +185,8 @@ export const runLoad = async (options: {
   readonly concurrency: number
   readonly durationMs: number
   readonly expectTokens: number
+  /** Set for non-stream requests (the body says `stream: false`): the content every answer must have. */
+  readonly expectContent?: string
 }): Promise<LoadResult> => {
   const agent = new Agent({ keepAlive: true })
   const ttfts: Array<number> = []
@@ -134,7 +200,12 @@ export const runLoad = async (options: {
   const client = async () => {
     // A broken target fails fast: stop after a few errors instead of spinning to the deadline.
     while (performance.now() < deadline && errors < 50) {
-      const outcome = await streamOnce(options.port, agent, options.body, 30_000)
+      const outcome = options.expectContent === undefined
+        ? await streamOnce(options.port, agent, options.body, 30_000)
+        : await completeOnce(options.port, agent, options.body, 30_000, {
+          content: options.expectContent,
+          tokens: options.expectTokens
+        })
       requests++
       tokens += outcome.tokens
       clientReads += outcome.reads
@@ -157,7 +228,11 @@ export const runLoad = async (options: {
 export interface IdleStreams {
   readonly opened: number
   readonly failed: number
-  readonly close: () => void
+  /**
+   * Hangs up every stream at once: destroys all their sockets in one synchronous loop (no I/O of this
+   * process runs in between, so the relay gets the closes back to back). Returns the loop's duration, ms.
+   */
+  readonly close: () => number
 }
 
 /**
@@ -173,10 +248,12 @@ export const openIdleStreams = async (options: {
 }): Promise<IdleStreams> => {
   const agent = new Agent({ keepAlive: false })
   const requests: Array<ClientRequest> = []
+  const sockets: Array<Socket> = []
   const openOne = () =>
     new Promise<boolean>((resolve) => {
       const req = post(options.port, agent, options.body)
       requests.push(req)
+      req.once("socket", (socket) => sockets.push(socket))
       const timer = setTimeout(() => resolve(false), options.timeoutMs)
       const settle = (ok: boolean) => {
         clearTimeout(timer)
@@ -204,8 +281,13 @@ export const openIdleStreams = async (options: {
     opened,
     failed: options.count - opened,
     close: () => {
+      const started = performance.now()
+      for (const socket of sockets) socket.destroy()
+      const ms = performance.now() - started
+      // Requests that never got a socket (none, normally) and the agent's bookkeeping, after the sockets.
       for (const req of requests) req.destroy()
       agent.destroy()
+      return ms
     }
   }
 }

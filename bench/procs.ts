@@ -53,7 +53,12 @@ export const spawnProc = (name: string, command: string, args: ReadonlyArray<str
       tail = (tail + text).slice(-4096)
     })
   }
-  if (child.pid === undefined) throw new Error(`${name}: could not spawn`)
+  // Without a listener, a failed spawn (ENOENT) is an uncaught 'error' that kills the bench, report and all.
+  child.on("error", (error) => {
+    tail = `${tail}\n${name}: ${error.message}`.slice(-4096)
+    if (child.pid === undefined) live.delete(child)
+  })
+  if (child.pid === undefined) throw new Error(`${name}: could not spawn ${command}`)
   return { name, child, pid: child.pid, exited, output: () => tail }
 }
 

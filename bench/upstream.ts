@@ -6,13 +6,18 @@
  * `paced` waits PACE_MS between events, like a fast model (so a relay that keeps
  * up gets each event on its own read), `stall` sends the role chunk and one
  * token, then holds the stream open.
+ *
+ * A request with `"stream": false` gets one `chat.completion` JSON body instead
+ * (content = the TOKENS tokens joined, usage), at once for `bench` and `paced`
+ * alike; `stall` sends the headers and never the body. `stats` counts both
+ * kinds of request, so the bench can tell how a relay asked.
  */
 import { createServer, type ServerResponse } from "node:http"
+import { completionText, token } from "./fakeText.js"
 import { answer, exitWithParent } from "./ipc.js"
 
 const TOKENS = Number(process.argv[2] ?? "256")
 const PACE_MS = Number(process.argv[3] ?? "5")
-const WORDS = [" The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog", ",", " and", " then", " it", " naps", " \"zz\"", " café"]
 
 const event = (model: string, fields: Record<string, unknown>): string =>
   `data: ${
@@ -33,16 +38,28 @@ const choice = (delta: Record<string, unknown>, finish: string | null) => ({
 // The upstream's own cost is not measured, but it shares two cores with the proxy: serialise once.
 const script = (model: string) => ({
   head: event(model, choice({ role: "assistant", content: "" }, null)),
-  tokens: Array.from({ length: TOKENS }, (_, i) => event(model, choice({ content: WORDS[i % WORDS.length] }, null))),
+  tokens: Array.from({ length: TOKENS }, (_, i) => event(model, choice({ content: token(i) }, null))),
   tail: [
     event(model, choice({}, "stop")),
     event(model, { choices: [], usage: { prompt_tokens: 12, completion_tokens: TOKENS, total_tokens: 12 + TOKENS } }),
     "data: [DONE]\n\n"
-  ]
+  ],
+  json: Buffer.from(JSON.stringify({
+    id: "chatcmpl-bench",
+    object: "chat.completion",
+    created: 1_700_000_000,
+    model,
+    system_fingerprint: null,
+    choices: [{ index: 0, message: { role: "assistant", content: completionText(TOKENS) }, logprobs: null, finish_reason: "stop" }],
+    usage: { prompt_tokens: 12, completion_tokens: TOKENS, total_tokens: 12 + TOKENS }
+  }))
 })
 const scripts = new Map(["bench", "paced", "stall"].map((model) => [model, script(model)]))
 
 let requests = 0
+/** Requests that asked for `"stream": false`. */
+let jsonRequests = 0
+/** `stall` requests whose response is still open (streamed or not). */
 let openStalls = 0
 
 /** Waits for `drain`, or for `close` when the reader has gone. */
@@ -59,13 +76,28 @@ const writable = (res: ServerResponse): Promise<void> =>
 
 const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, PACE_MS))
 
+const holdOpen = (res: ServerResponse): void => {
+  openStalls++
+  res.on("close", () => openStalls--)
+}
+
+const complete = (res: ServerResponse, model: string): void => {
+  const s = scripts.get(model) ?? scripts.get("bench")!
+  if (model === "stall") {
+    res.writeHead(200, { "content-type": "application/json" })
+    res.flushHeaders()
+    holdOpen(res)
+    return
+  }
+  res.writeHead(200, { "content-type": "application/json", "content-length": s.json.length }).end(s.json)
+}
+
 const stream = async (res: ServerResponse, model: string): Promise<void> => {
   const s = scripts.get(model) ?? scripts.get("bench")!
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
   res.write(s.head)
   if (model === "stall") {
-    openStalls++
-    res.on("close", () => openStalls--)
+    holdOpen(res)
     res.write(s.tokens[0])
     return
   }
@@ -85,16 +117,23 @@ const server = createServer({ keepAliveTimeout: 120_000 }, (req, res) => {
   req.on("end", () => {
     requests++
     let model = "bench"
+    let streamed = true
     try {
       const parsed: unknown = JSON.parse(Buffer.concat(body).toString("utf8"))
-      if (typeof parsed === "object" && parsed !== null && "model" in parsed && typeof parsed.model === "string") {
-        model = parsed.model
+      if (typeof parsed === "object" && parsed !== null) {
+        if ("model" in parsed && typeof parsed.model === "string") model = parsed.model
+        // OpenAI's default is not to stream: only an explicit `true` streams.
+        streamed = "stream" in parsed && parsed.stream === true
       }
     } catch {
       res.writeHead(400, { "content-type": "application/json" }).end("{\"error\":{\"message\":\"bad json\"}}")
       return
     }
-    void stream(res, model)
+    if (streamed) void stream(res, model)
+    else {
+      jsonRequests++
+      complete(res, model)
+    }
   })
 })
 
@@ -103,5 +142,5 @@ server.listen(0, "127.0.0.1", () => {
   if (address !== null && typeof address === "object") process.send?.({ type: "listening", port: address.port })
 })
 
-answer({ stats: () => ({ requests, openStalls }) })
+answer({ stats: () => ({ requests, jsonRequests, openStalls }) })
 exitWithParent()
