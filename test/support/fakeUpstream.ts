@@ -37,6 +37,8 @@ export interface FakeUpstream {
   readonly requests: Array<RecordedRequest>
   /** `Date.now()` when the client closed a connection before its response ended. */
   readonly aborted: Array<{ readonly at: number }>
+  /** `Date.now()` when the fake had written a response to its end (the client may not have read it yet). */
+  readonly finished: Array<{ readonly at: number }>
   readonly close: () => Promise<void>
 }
 
@@ -120,6 +122,7 @@ export const startFakeUpstream = async (
 ): Promise<FakeUpstream> => {
   const requests: Array<RecordedRequest> = []
   const aborted: Array<{ at: number }> = []
+  const finished: Array<{ at: number }> = []
   const decide: Handler = typeof handler === "function" ? handler : () => handler
 
   const serve = async (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -152,6 +155,7 @@ export const startFakeUpstream = async (
     await playScript(req, res, script, () => {
       selfClosed = true
     })
+    if (res.writableEnded) finished.push({ at: Date.now() })
   }
 
   const server = http.createServer((req, res) => {
@@ -166,6 +170,7 @@ export const startFakeUpstream = async (
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     aborted,
+    finished,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve())

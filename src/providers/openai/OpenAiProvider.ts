@@ -1,28 +1,28 @@
-import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import * as Chunk from "effect/Chunk"
+import { TextDecoder } from "node:util"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import type * as Undici from "@effect/platform-node/Undici"
 import * as Effect from "effect/Effect"
-import { identity } from "effect/Function"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
-import * as Stream from "effect/Stream"
-import * as RunEvent from "../../run/RunEvent.js"
+import type * as Scope from "effect/Scope"
+import type * as RunEvent from "../../run/RunEvent.js"
+import type { RunSink } from "../../run/RunSink.js"
 import type { SubmitRunRequest } from "../../run/SubmitRunRequest.js"
 import type { Provider } from "../Provider.js"
 import * as Mapper from "./toRunEvents.js"
 import { toUpstreamBody } from "./upstreamRequest.js"
-import { makeUpstreamDecoder } from "./upstreamSse.js"
+import { makeUpstreamDecoder, type UpstreamDecoder } from "./upstreamSse.js"
 import { clip, errorBodyMessage } from "./upstreamWire.js"
 
 /**
  * A provider for any OpenAI-compatible upstream (llama.cpp, vLLM, Ollama,
- * LM Studio, OpenAI): one streamed `POST {baseUrl}/chat/completions` per run.
- * Every failure (HTTP status, transport, broken stream, upstream error event)
- * becomes the run's one `Failed` event, so the stream never fails; it ends
- * right after its terminal event. The request lives in the stream's scope:
- * interrupting or ending the stream aborts it and closes the socket.
+ * LM Studio, OpenAI): one streamed `POST {baseUrl}/chat/completions` per run,
+ * sent with undici. The response body is read by callbacks: each read is
+ * decoded, folded through the pure mapper and handed to the run's sink in one
+ * `emit`; no fiber remains while the body flows. Every failure (HTTP status,
+ * transport, broken stream, upstream error event) becomes the run's one
+ * `Failed` event; the sink ends right after the terminal event. Closing the
+ * run's scope aborts the request and closes the socket.
  */
 
 export interface Options {
@@ -37,96 +37,239 @@ export interface Options {
 /** How much of an error answer's body is read for its message. */
 const MAX_ERROR_BODY_CHARS = 16 * 1024
 
-export const make = (options: Options): Effect.Effect<Provider, never, HttpClient.HttpClient> =>
-  Effect.map(HttpClient.HttpClient, (client) => {
-    // withScope: the request is aborted when the scope of `Stream.unwrapScoped` closes.
-    const scopedClient = HttpClient.withScope(client)
+// Waiting for the first byte of an answer is bounded by the run plane's idle watchdog, not here (undici's own
+// default would cut a queued request at 300 s); the body has no timeout of its own for the same reason.
+const HEADERS_TIMEOUT_MS = 60 * 60 * 1000
+
+type Body = Undici.Dispatcher.ResponseData["body"]
+
+interface Target {
+  readonly dispatcher: Undici.Dispatcher
+  readonly origin: string
+  readonly path: string
+  readonly headers: Readonly<Record<string, string>>
+}
+
+export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpClient.Dispatcher> =>
+  Effect.map(NodeHttpClient.Dispatcher, (dispatcher): Provider => {
     const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`
-    const apiKey = options.apiKey
+    const parsed = URL.canParse(url) ? new URL(url) : undefined
+    const target: Target | undefined = parsed === undefined ? undefined : {
+      dispatcher,
+      origin: parsed.origin,
+      path: parsed.pathname + parsed.search,
+      headers: requestHeaders(options)
+    }
     const initialState = Mapper.initial({ toolMode: options.toolMode, upstreamModel: options.upstreamModel })
+    const bodyOptions = { upstreamModel: options.upstreamModel, toolMode: options.toolMode } as const
+    const spanAttributes = { "iop.upstream_model": options.upstreamModel }
 
-    const httpRequest = (request: SubmitRunRequest) =>
-      HttpClientRequest.post(url).pipe(
-        HttpClientRequest.setHeaders({ accept: "text/event-stream", ...options.headers }),
-        apiKey !== undefined ? HttpClientRequest.bearerToken(Redacted.value(apiKey)) : identity,
-        HttpClientRequest.bodyUnsafeJson(
-          toUpstreamBody(request, { upstreamModel: options.upstreamModel, toolMode: options.toolMode })
-        )
-      )
-
-    const inputs = (request: SubmitRunRequest): Stream.Stream<Mapper.StreamInput> =>
-      Stream.unwrapScoped(
-        scopedClient.execute(httpRequest(request)).pipe(
-          // An upstream may close an idle keep-alive connection just as it is reused; no byte of an answer
-          // came back, so the request is sent once more on a fresh connection.
-          Effect.retry({ times: 1, while: isStaleConnection }),
-          Effect.flatMap((response) =>
-            response.status >= 200 && response.status < 300
-              ? Effect.succeed(bodyInputs(response))
-              : Effect.map(errorStatusMessage(response), (message) => Stream.make(transportFailed(message)))
-          ),
-          Effect.catchAll((error) =>
-            Effect.succeed(Stream.make(transportFailed(`upstream request failed: ${describeError(error)}`)))
-          )
-        )
-      )
-
-    // One stage folds a whole upstream read through the pure mapper: every stream stage costs per chunk, and a
-    // paced upstream sends one event per chunk. The state is local to this run's stream.
-    const run = (request: SubmitRunRequest): Stream.Stream<RunEvent.RunEvent> =>
-      Stream.suspend(() => {
-        let state = initialState
-        const fold = (inputs: Chunk.Chunk<Mapper.StreamInput>): Chunk.Chunk<RunEvent.RunEvent> => {
-          const out: Array<RunEvent.RunEvent> = []
-          for (const input of inputs) {
-            const [next, events] = Mapper.feed(state, input)
-            state = next
-            for (const e of events) out.push(e)
-          }
-          return Chunk.unsafeFromArray(out)
+    const start = (request: SubmitRunRequest, sink: RunSink): Effect.Effect<void, never, Scope.Scope> =>
+      Effect.suspend(() => {
+        if (target === undefined) {
+          return Effect.sync(() => {
+            makeRun(sink, initialState).failBeforeResponse(`upstream request failed: invalid base URL ${url}`)
+          })
         }
-        return inputs(request).pipe(Stream.mapChunks(fold))
-      }).pipe(
-        Stream.takeUntil(RunEvent.isTerminal),
-        Stream.withSpan("OpenAiProvider.run", {
-          attributes: { "iop.model": request.model, "iop.upstream_model": options.upstreamModel }
-        })
-      )
+        const run = makeRun(sink, initialState)
+        const body = JSON.stringify(toUpstreamBody(request, bodyOptions))
+        return Effect.addFinalizer(() => Effect.sync(run.close)).pipe(
+          Effect.zipRight(
+            Effect.forkScoped(
+              run.connect(target, body).pipe(
+                Effect.withSpan("OpenAiProvider.connect", {
+                  attributes: { ...spanAttributes, "iop.model": request.model }
+                })
+              )
+            )
+          ),
+          Effect.asVoid
+        )
+      })
 
-    return { run }
+    return { start }
   })
 
-/** A transport failure before any response: the pooled socket was closed by the other side. */
-const isStaleConnection = (error: HttpClientError.HttpClientError): boolean =>
-  error._tag === "RequestError" &&
-  error.reason === "Transport" &&
-  /other side closed|ECONNRESET|socket hang up|UND_ERR_SOCKET/i.test(describeError(error))
+const requestHeaders = (options: Options): Record<string, string> => {
+  const headers: Record<string, string> = { accept: "text/event-stream" }
+  for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value
+  headers["content-type"] = "application/json"
+  if (options.apiKey !== undefined) headers["authorization"] = `Bearer ${Redacted.value(options.apiKey)}`
+  return headers
+}
+
+const ignore = (): void => {}
+
+const STREAMING = { stream: true } as const
+
+/**
+ * One run's upstream request and body reader. Everything after the response
+ * headers happens in the body's callbacks; `close` (the run scope's one
+ * finalizer) aborts the request and stops listening.
+ */
+const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
+  const controller = new AbortController()
+  let state = initialState
+  /** The run is over on our side: the terminal event was emitted or the scope closed. */
+  let done = false
+  let body: Body | undefined
+  let status = 0
+  let text: TextDecoder | undefined
+  let sse: UpstreamDecoder | undefined
+  let errorText = ""
+
+  // Folds inputs through the mapper; at most one `emit` for all the events that came out.
+  const deliver = (inputs: ReadonlyArray<Mapper.StreamInput>): void => {
+    if (done) return
+    // The mapper answers fresh arrays: the first one is passed on as it is, more are joined into one.
+    let events: ReadonlyArray<RunEvent.RunEvent> | undefined
+    let joined: Array<RunEvent.RunEvent> | undefined
+    for (const input of inputs) {
+      const [next, out] = Mapper.feed(state, input)
+      state = next
+      if (out.length > 0) {
+        if (events === undefined) events = out
+        else {
+          if (joined === undefined) events = joined = [...events]
+          for (const event of out) joined.push(event)
+        }
+      }
+      if (state.closed) break
+    }
+    const ready = events === undefined || sink.emit(events)
+    if (state.closed) finish()
+    else if (!ready && body !== undefined) {
+      body.pause()
+      sink.onReady(resume)
+    }
+  }
+
+  const resume = (): void => {
+    if (!done) body?.resume()
+  }
+
+  const finish = (): void => {
+    if (done) return
+    done = true
+    detach()
+    sink.end()
+  }
+
+  const detach = (): void => {
+    const b = body
+    if (b === undefined) return
+    body = undefined
+    b.off("data", onData)
+    b.off("end", onEnd)
+    b.off("error", onError)
+    b.off("data", onErrorData)
+    b.off("end", onErrorEnd)
+    b.off("error", onErrorEnd)
+    // Undici errors a body destroyed before its end; `ignore` (attached first) hears it.
+    b.destroy()
+  }
+
+  const onData = (bytes: Uint8Array): void => {
+    if (sse !== undefined && text !== undefined) deliver(sse.feed(text.decode(bytes, STREAMING)))
+  }
+
+  const onEnd = (): void => {
+    deliver([Mapper.END])
+    finish()
+  }
+
+  const onError = (error: unknown): void => {
+    deliver([transportFailed(`upstream stream broke: ${describeError(error)}`)])
+    finish()
+  }
+
+  const onErrorData = (bytes: Uint8Array): void => {
+    errorText += text?.decode(bytes, STREAMING) ?? ""
+    if (errorText.length >= MAX_ERROR_BODY_CHARS) onErrorEnd()
+  }
+
+  // The end of an error answer's body, or as much of it as was read.
+  const onErrorEnd = (): void => {
+    deliver([transportFailed(`upstream answered HTTP ${status}: ${errorBodyMessage(errorText)}`)])
+    finish()
+  }
+
+  const onResponse = (response: Undici.Dispatcher.ResponseData): void => {
+    if (done) {
+      response.body.destroy()
+      return
+    }
+    body = response.body
+    status = response.statusCode
+    text = new TextDecoder()
+    if (status >= 200 && status < 300) {
+      sse = makeUpstreamDecoder()
+      body.on("data", onData)
+      body.on("end", onEnd)
+      body.on("error", onError)
+    } else {
+      body.on("data", onErrorData)
+      body.on("end", onErrorEnd)
+      body.on("error", onErrorEnd)
+    }
+  }
+
+  const failBeforeResponse = (message: string): void => deliver([transportFailed(message)])
+
+  const send = (target: Target, requestBody: string) =>
+    Effect.async<Undici.Dispatcher.ResponseData, unknown>((resume) => {
+      target.dispatcher.request(
+        {
+          origin: target.origin,
+          path: target.path,
+          method: "POST",
+          headers: target.headers,
+          body: requestBody,
+          signal: controller.signal,
+          headersTimeout: HEADERS_TIMEOUT_MS,
+          bodyTimeout: 0
+        },
+        (error, response) => {
+          if (error) return resume(Effect.fail(error))
+          // Heard before anything else: undici errors a body it destroys (abort, reset), and an unheard
+          // 'error' would crash the process, even for a response that arrives after the run was closed.
+          response.body.on("error", ignore)
+          if (done) response.body.destroy()
+          resume(Effect.succeed(response))
+        }
+      )
+    })
+
+  /** Sends the request and attaches the body reader: the run's only fiber, gone once the headers are in. */
+  const connect = (target: Target, requestBody: string): Effect.Effect<void> =>
+    send(target, requestBody).pipe(
+      // An upstream may close an idle keep-alive connection just as it is reused; no byte of an answer came
+      // back, so the request is sent once more on a fresh connection.
+      Effect.retry({ times: 1, while: (error) => !done && isStaleConnection(error) }),
+      Effect.matchEffect({
+        onFailure: (error) =>
+          Effect.sync(() => failBeforeResponse(`upstream request failed: ${describeError(error)}`)),
+        onSuccess: (response) => Effect.sync(() => onResponse(response))
+      })
+    )
+
+  /** The run scope's finalizer: nothing reaches the sink after it; the sink is ended as `fromStream` does. */
+  const close = (): void => {
+    if (done) return
+    done = true
+    detach()
+    controller.abort()
+    sink.end()
+  }
+
+  return { connect, close, failBeforeResponse }
+}
 
 const transportFailed = (message: string): Mapper.StreamInput => ({ _tag: "TransportFailed", message })
 
-// One SSE parser per response, created when the body stream starts.
-const bodyInputs = (response: HttpClientResponse.HttpClientResponse): Stream.Stream<Mapper.StreamInput> =>
-  Stream.suspend(() => {
-    const decoder = makeUpstreamDecoder()
-    const text = new TextDecoder()
-    return response.stream.pipe(
-      Stream.mapChunks((reads) => {
-        const out: Array<Mapper.StreamInput> = []
-        for (const bytes of reads) for (const input of decoder.feed(text.decode(bytes, { stream: true }))) out.push(input)
-        return Chunk.unsafeFromArray(out)
-      }),
-      Stream.concat(Stream.make(Mapper.END)),
-      Stream.catchAll((error) => Stream.make(transportFailed(`upstream stream broke: ${describeError(error)}`)))
-    )
-  })
-
-const errorStatusMessage = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<string> =>
-  response.stream.pipe(
-    Stream.decodeText(),
-    Stream.runFoldWhile("", (text) => text.length < MAX_ERROR_BODY_CHARS, (text, piece) => text + piece),
-    Effect.orElseSucceed(() => ""),
-    Effect.map((body) => `upstream answered HTTP ${response.status}: ${errorBodyMessage(body)}`)
-  )
+/** A transport failure before any response: the pooled socket was closed by the other side. */
+const isStaleConnection = (error: unknown): boolean =>
+  /other side closed|ECONNRESET|socket hang up|UND_ERR_SOCKET/i.test(causeText(error) ?? "")
 
 const causeText = (cause: unknown, depth = 0): string | undefined => {
   if (depth > 3 || cause === undefined || cause === null) return undefined
@@ -138,5 +281,4 @@ const causeText = (cause: unknown, depth = 0): string | undefined => {
   return inner !== undefined && inner !== own ? `${own}: ${inner}` : own
 }
 
-const describeError = (error: HttpClientError.HttpClientError): string =>
-  causeText(error.cause) ?? error.description ?? error.reason
+const describeError = (error: unknown): string => causeText(error) ?? "unknown error"

@@ -1,5 +1,4 @@
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 
 /**
@@ -8,53 +7,51 @@ import * as Schema from "effect/Schema"
  * Ollama, LM Studio, OpenAI) differ in which fields they send and send `null`
  * freely, so nearly everything is optional and nullable, and unknown keys are
  * ignored (on purpose: `timings`, `system_fingerprint`, `logprobs`, ...).
+ *
+ * Every upstream event is read on the hot path, so chunks are decoded with
+ * `JSON.parse` and plain field guards, not Schema (Schema-decoding each event
+ * cost ~9 % of the relay's CPU, STYLE.md §6). Error bodies keep their Schema.
  */
 
-const lenient = { parseOptions: { onExcessProperty: "ignore" } } as const
+export interface UpstreamToolCallDelta {
+  readonly index?: number | null | undefined
+  readonly id?: string | null | undefined
+  readonly type?: string | null | undefined
+  readonly function?: UpstreamFunctionDelta | null | undefined
+}
+
+export interface UpstreamFunctionDelta {
+  readonly name?: string | null | undefined
+  /** JSON text per the spec; a few servers send the object itself. */
+  readonly arguments?: unknown
+}
+
+export interface UpstreamDelta {
+  readonly role?: string | null | undefined
+  /** A string per the spec; some servers send content parts (`[{type: "text", text}]`). */
+  readonly content?: string | ReadonlyArray<unknown> | null | undefined
+  readonly reasoning_content?: string | null | undefined
+  readonly reasoning?: string | null | undefined
+  /** OpenAI's refusal text: shown to the caller as content rather than lost. */
+  readonly refusal?: string | null | undefined
+  readonly tool_calls?: ReadonlyArray<UpstreamToolCallDelta> | null | undefined
+}
+
+export interface UpstreamChoice {
+  readonly index?: number | null | undefined
+  readonly delta?: UpstreamDelta | null | undefined
+  readonly finish_reason?: string | null | undefined
+}
+
+export interface UpstreamUsage {
+  readonly prompt_tokens?: number | null | undefined
+  readonly completion_tokens?: number | null | undefined
+  readonly total_tokens?: number | null | undefined
+  readonly prompt_tokens_details?: { readonly cached_tokens?: number | null | undefined } | null | undefined
+  readonly completion_tokens_details?: { readonly reasoning_tokens?: number | null | undefined } | null | undefined
+}
 
 const opt = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
-
-export const UpstreamToolCallDelta = Schema.Struct({
-  index: opt(Schema.Number),
-  id: opt(Schema.String),
-  type: opt(Schema.String),
-  function: opt(
-    Schema.Struct({
-      name: opt(Schema.String),
-      // JSON text per the spec; a few servers send the object itself.
-      arguments: opt(Schema.Unknown)
-    }).annotations(lenient)
-  )
-}).annotations(lenient)
-export type UpstreamToolCallDelta = typeof UpstreamToolCallDelta.Type
-
-export const UpstreamDelta = Schema.Struct({
-  role: opt(Schema.String),
-  // A string per the spec; some servers send content parts (`[{type: "text", text}]`).
-  content: opt(Schema.Union(Schema.String, Schema.Array(Schema.Unknown))),
-  reasoning_content: opt(Schema.String),
-  reasoning: opt(Schema.String),
-  // OpenAI's refusal text: shown to the caller as content rather than lost.
-  refusal: opt(Schema.String),
-  tool_calls: opt(Schema.Array(UpstreamToolCallDelta))
-}).annotations(lenient)
-export type UpstreamDelta = typeof UpstreamDelta.Type
-
-export const UpstreamChoice = Schema.Struct({
-  index: opt(Schema.Number),
-  delta: opt(UpstreamDelta),
-  finish_reason: opt(Schema.String)
-}).annotations(lenient)
-export type UpstreamChoice = typeof UpstreamChoice.Type
-
-export const UpstreamUsage = Schema.Struct({
-  prompt_tokens: opt(Schema.Number),
-  completion_tokens: opt(Schema.Number),
-  total_tokens: opt(Schema.Number),
-  prompt_tokens_details: opt(Schema.Struct({ cached_tokens: opt(Schema.Number) }).annotations(lenient)),
-  completion_tokens_details: opt(Schema.Struct({ reasoning_tokens: opt(Schema.Number) }).annotations(lenient))
-}).annotations(lenient)
-export type UpstreamUsage = typeof UpstreamUsage.Type
 
 /** `{"error": "text"}` or `{"error": {"message": ..., "type": ..., "code": ...}}`. */
 export const UpstreamErrorDetail = Schema.Union(
@@ -63,21 +60,20 @@ export const UpstreamErrorDetail = Schema.Union(
     message: opt(Schema.String),
     type: opt(Schema.String),
     code: opt(Schema.Unknown)
-  }).annotations(lenient)
+  }).annotations({ parseOptions: { onExcessProperty: "ignore" } })
 )
 export type UpstreamErrorDetail = typeof UpstreamErrorDetail.Type
 
-export const UpstreamChunk = Schema.Struct({
-  id: opt(Schema.String),
-  object: opt(Schema.String),
-  model: opt(Schema.String),
-  choices: opt(Schema.Array(UpstreamChoice)),
-  usage: opt(UpstreamUsage),
-  error: opt(UpstreamErrorDetail),
-  // Older vLLM streams an unwrapped `{"object": "error", "message": ...}`.
-  message: opt(Schema.String)
-}).annotations(lenient)
-export type UpstreamChunk = typeof UpstreamChunk.Type
+export interface UpstreamChunk {
+  readonly id?: string | null | undefined
+  readonly object?: string | null | undefined
+  readonly model?: string | null | undefined
+  readonly choices?: ReadonlyArray<UpstreamChoice> | null | undefined
+  readonly usage?: UpstreamUsage | null | undefined
+  readonly error?: UpstreamErrorDetail | null | undefined
+  /** Older vLLM streams an unwrapped `{"object": "error", "message": ...}`. */
+  readonly message?: string | null | undefined
+}
 
 /** The body of a non-2xx answer, in the shapes servers actually use. */
 export const UpstreamErrorBody = Schema.Struct({
@@ -85,7 +81,7 @@ export const UpstreamErrorBody = Schema.Struct({
   message: opt(Schema.String),
   // FastAPI (vLLM routes) answers `{"detail": "..."}`.
   detail: opt(Schema.Unknown)
-}).annotations(lenient)
+}).annotations({ parseOptions: { onExcessProperty: "ignore" } })
 export type UpstreamErrorBody = typeof UpstreamErrorBody.Type
 
 /** One SSE event of the upstream stream, decoded. */
@@ -98,14 +94,213 @@ const MAX_QUOTED = 200
 
 export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text)
 
-const decodeChunk = Schema.decodeUnknownEither(UpstreamChunk, { errors: "all" })
-const decodeErrorBody = Schema.decodeUnknownEither(UpstreamErrorBody)
+// ---------------------------------------------------------------------------
+// chunk decoding: field guards
+
+/** Where a chunk is wrong (a dotted path, built only on the way out of a failure) and how. */
+class Wrong {
+  constructor(readonly path: string, readonly message: string) {}
+  within(key: string | number): Wrong {
+    return new Wrong(`${key}.${this.path}`, this.message)
+  }
+}
+
+type Json = Record<string, unknown>
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
+const isRecord = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const kind = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : typeof value
+
+const wrong = (path: string, expected: string, value: unknown): Wrong =>
+  new Wrong(path, `expected ${expected}, got ${kind(value)}`)
+
+// Each reader copies a known key when it is there (so unknown keys are dropped) and answers a `Wrong` when its
+// value has a type the mapper cannot use. Keys the mapper never reads are copied only when well-typed. Nothing
+// is allocated for a well-formed chunk beyond the copies.
+
+const readString = (from: Json, to: Json, key: string): Wrong | undefined => {
+  const value = from[key]
+  if (value === undefined) return undefined
+  if (value !== null && typeof value !== "string") return wrong(key, "a string or null", value)
+  to[key] = value
+  return undefined
+}
+
+const readNumber = (from: Json, to: Json, key: string): Wrong | undefined => {
+  const value = from[key]
+  if (value === undefined) return undefined
+  if (value !== null && typeof value !== "number") return wrong(key, "a number or null", value)
+  to[key] = value
+  return undefined
+}
+
+const copyIf = (from: Json, to: Json, key: string, type: "string" | "number"): void => {
+  const value = from[key]
+  if (value === null || typeof value === type) to[key] = value
+}
+
+/** `key` holds an object (or null), read by `read`. */
+const readObject = (from: Json, to: Json, key: string, read: (value: Json) => object | Wrong): Wrong | undefined => {
+  const value = from[key]
+  if (value === undefined) return undefined
+  if (value === null) {
+    to[key] = null
+    return undefined
+  }
+  if (!isRecord(value)) return wrong(key, "an object or null", value)
+  const read_ = read(value)
+  if (read_ instanceof Wrong) return read_.within(key)
+  to[key] = read_
+  return undefined
+}
+
+/** `key` holds an array (or null) of objects, each read by `read`. */
+const readArray = (from: Json, to: Json, key: string, read: (value: Json) => object | Wrong): Wrong | undefined => {
+  const value = from[key]
+  if (value === undefined) return undefined
+  if (value === null) {
+    to[key] = null
+    return undefined
+  }
+  if (!Array.isArray(value)) return wrong(key, "an array or null", value)
+  const out: Array<object> = new Array(value.length)
+  for (let i = 0; i < value.length; i++) {
+    const item: unknown = value[i]
+    if (!isRecord(item)) return wrong(`${key}.${i}`, "an object", item)
+    const read_ = read(item)
+    if (read_ instanceof Wrong) return read_.within(i).within(key)
+    out[i] = read_
+  }
+  to[key] = out
+  return undefined
+}
+
+const readFunction = (from: Json): UpstreamFunctionDelta | Wrong => {
+  const to: Mutable<UpstreamFunctionDelta> & Json = {}
+  const problem = readString(from, to, "name")
+  if (problem !== undefined) return problem
+  if (from["arguments"] !== undefined) to.arguments = from["arguments"]
+  return to
+}
+
+const readToolCall = (from: Json): UpstreamToolCallDelta | Wrong => {
+  const to: Mutable<UpstreamToolCallDelta> & Json = {}
+  const problem = readNumber(from, to, "index") ??
+    readString(from, to, "id") ??
+    readObject(from, to, "function", readFunction)
+  if (problem !== undefined) return problem
+  copyIf(from, to, "type", "string")
+  return to
+}
+
+const readDelta = (from: Json): UpstreamDelta | Wrong => {
+  const to: Mutable<UpstreamDelta> & Json = {}
+  const content = from["content"]
+  if (content !== undefined) {
+    if (content !== null && typeof content !== "string" && !Array.isArray(content)) {
+      return wrong("content", "a string, an array of parts or null", content)
+    }
+    to.content = content
+  }
+  const problem = readString(from, to, "reasoning_content") ??
+    readString(from, to, "reasoning") ??
+    readString(from, to, "refusal") ??
+    readArray(from, to, "tool_calls", readToolCall)
+  if (problem !== undefined) return problem
+  copyIf(from, to, "role", "string")
+  return to
+}
+
+const readChoice = (from: Json): UpstreamChoice | Wrong => {
+  const to: Mutable<UpstreamChoice> & Json = {}
+  return readNumber(from, to, "index") ??
+    readObject(from, to, "delta", readDelta) ??
+    readString(from, to, "finish_reason") ??
+    to
+}
+
+const readCachedTokens = (from: Json): Json | Wrong => {
+  const to: Json = {}
+  return readNumber(from, to, "cached_tokens") ?? to
+}
+
+const readReasoningTokens = (from: Json): Json | Wrong => {
+  const to: Json = {}
+  return readNumber(from, to, "reasoning_tokens") ?? to
+}
+
+const readUsage = (from: Json): UpstreamUsage | Wrong => {
+  const to: Mutable<UpstreamUsage> & Json = {}
+  const problem = readNumber(from, to, "prompt_tokens") ??
+    readNumber(from, to, "completion_tokens") ??
+    readObject(from, to, "prompt_tokens_details", readCachedTokens) ??
+    readObject(from, to, "completion_tokens_details", readReasoningTokens)
+  if (problem !== undefined) return problem
+  copyIf(from, to, "total_tokens", "number")
+  return to
+}
+
+const readErrorDetail = (from: Json): Json | Wrong => {
+  const to: Json = {}
+  const problem = readString(from, to, "message")
+  if (problem !== undefined) return problem
+  copyIf(from, to, "type", "string")
+  if (from["code"] !== undefined) to["code"] = from["code"]
+  return to
+}
+
+/** `error`: a string or an error object. */
+const readError = (from: Json, to: Json): Wrong | undefined => {
+  const value = from["error"]
+  if (typeof value === "string") {
+    to["error"] = value
+    return undefined
+  }
+  if (value !== undefined && value !== null && !isRecord(value)) {
+    return wrong("error", "a string, an object or null", value)
+  }
+  return readObject(from, to, "error", readErrorDetail)
+}
+
+/**
+ * A parsed JSON event → the chunk the mapper reads, or what is wrong with it
+ * (`path: expected ..., got ...`). Unknown keys are dropped, nulls accepted.
+ */
+export const decodeChunk = (json: unknown): UpstreamChunk | string => {
+  if (!isRecord(json)) return `chunk: expected an object, got ${kind(json)}`
+  const to: Mutable<UpstreamChunk> & Json = {}
+  const problem = readString(json, to, "object") ??
+    readString(json, to, "model") ??
+    readString(json, to, "message") ??
+    readArray(json, to, "choices", readChoice) ??
+    readObject(json, to, "usage", readUsage) ??
+    readError(json, to)
+  if (problem !== undefined) return `${problem.path}: ${problem.message}`
+  copyIf(json, to, "id", "string")
+  return to
+}
+
+const NOT_JSON: unique symbol = Symbol("NotJson")
+
+// A plain try/catch: `Either.try` would allocate a closure and an Either for every upstream event.
+const parseJsonFast = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return NOT_JSON
+  }
+}
 
 const parseJson = (text: string): Either.Either<unknown, string> =>
   Either.try({
     try: (): unknown => JSON.parse(text),
     catch: (e) => (e instanceof Error ? e.message : String(e))
   })
+
+const decodeErrorBody = Schema.decodeUnknownEither(UpstreamErrorBody)
 
 /** The message of an error detail, if it has one. */
 export const errorDetailMessage = (detail: UpstreamErrorDetail): string | undefined => {
@@ -121,28 +316,28 @@ export const chunkError = (chunk: UpstreamChunk): string | undefined => {
   return undefined
 }
 
+const DONE: UpstreamInput = { _tag: "Done" }
+const KEEP_ALIVE: UpstreamInput = { _tag: "Chunk", chunk: {} }
+
 /**
  * Decodes the data of one SSE event. `event: error` (llama.cpp before 2025-09)
- * carries an error body, whatever its shape.
+ * carries an error body, whatever its shape. Never throws, whatever the data.
  */
 export const decodeEvent = (event: string | undefined, data: string): UpstreamInput => {
   const trimmed = data.trim()
-  if (trimmed === "[DONE]") return { _tag: "Done" }
+  if (trimmed === "[DONE]") return DONE
   // An empty `data:` line is a keep-alive on some servers, not a chunk.
-  if (trimmed === "") return { _tag: "Chunk", chunk: {} }
+  if (trimmed === "") return KEEP_ALIVE
   if (event === "error") return { _tag: "Chunk", chunk: { error: errorBodyMessage(trimmed) } }
-  const json = parseJson(trimmed)
-  if (Either.isLeft(json)) {
+  const json = parseJsonFast(trimmed)
+  if (json === NOT_JSON) {
     return { _tag: "Malformed", message: `upstream sent an event that is not JSON: ${clip(trimmed, MAX_QUOTED)}` }
   }
-  const chunk = decodeChunk(json.right)
-  if (Either.isLeft(chunk)) {
-    const issues = ParseResult.ArrayFormatter.formatErrorSync(chunk.left)
-      .map((issue) => `${issue.path.length === 0 ? "chunk" : issue.path.map(String).join(".")}: ${issue.message}`)
-      .join("; ")
-    return { _tag: "Malformed", message: `upstream sent a malformed chunk (${clip(issues, MAX_QUOTED)})` }
+  const chunk = decodeChunk(json)
+  if (typeof chunk === "string") {
+    return { _tag: "Malformed", message: `upstream sent a malformed chunk (${clip(chunk, MAX_QUOTED)})` }
   }
-  return { _tag: "Chunk", chunk: chunk.right }
+  return { _tag: "Chunk", chunk }
 }
 
 /** The upstream's own error message from an error body, else the (trimmed, capped) body text. */

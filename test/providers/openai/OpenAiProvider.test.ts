@@ -1,11 +1,12 @@
+import * as net from "node:net"
+import type { AddressInfo } from "node:net"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
-import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
+import * as Exit from "effect/Exit"
 import * as Redacted from "effect/Redacted"
-import * as Stream from "effect/Stream"
+import * as Scope from "effect/Scope"
 import * as OpenAiProvider from "../../../src/providers/openai/OpenAiProvider.js"
 import * as RunEvent from "../../../src/run/RunEvent.js"
 import type { SubmitRunRequest } from "../../../src/run/SubmitRunRequest.js"
@@ -13,12 +14,13 @@ import {
   chunk,
   completionTokens,
   errorEvent,
-  type FakeUpstream,
   type Handler,
   type Script,
+  sseText,
   startFakeUpstream,
   textStream
 } from "../../support/fakeUpstream.js"
+import { collectEvents, makeTestSink } from "./testSink.js"
 
 const request: SubmitRunRequest = {
   model: "qwen",
@@ -34,7 +36,7 @@ const fakeUpstream = (handler: Handler | Script) =>
     (fake) => Effect.promise(() => fake.close())
   )
 
-const providerFor = (fake: FakeUpstream, options: Partial<OpenAiProvider.Options> = {}) =>
+const providerFor = (fake: { readonly url: string }, options: Partial<OpenAiProvider.Options> = {}) =>
   OpenAiProvider.make({
     baseUrl: fake.url,
     upstreamModel: "qwen2.5:7b",
@@ -43,15 +45,12 @@ const providerFor = (fake: FakeUpstream, options: Partial<OpenAiProvider.Options
     ...options
   })
 
-const collect = (stream: Stream.Stream<RunEvent.RunEvent, unknown>) =>
-  Stream.runCollect(stream).pipe(Effect.map(Chunk.toReadonlyArray))
-
 /** Runs the request against a fake upstream that answers every request with `script`. */
 const runAgainst = (script: Handler | Script, options: Partial<OpenAiProvider.Options> = {}) =>
   Effect.gen(function*() {
     const fake = yield* fakeUpstream(script)
     const provider = yield* providerFor(fake, options)
-    const events = yield* collect(provider.run(request))
+    const events = yield* collectEvents(provider, request)
     return { fake, events }
   })
 
@@ -68,6 +67,10 @@ const waitFor = (check: () => boolean, timeoutMs: number) =>
     while (!check() && Date.now() - start < timeoutMs) yield* Effect.sleep("10 millis")
     return check()
   })
+
+const deltas = (...texts: ReadonlyArray<string>) => texts.map(RunEvent.delta)
+
+const upstreamDispatcher = NodeHttpClient.dispatcherLayer
 
 describe("OpenAiProvider", () => {
   it.scopedLive("streams text: deltas, then Complete with usage and the upstream model", () =>
@@ -92,6 +95,7 @@ describe("OpenAiProvider", () => {
       expect(sent.headers.authorization).toBe("Bearer sk-up")
       expect(sent.headers["x-extra"]).toBe("1")
       expect(sent.headers.accept).toBe("text/event-stream")
+      expect(sent.headers["content-type"]).toBe("application/json")
       expect(sent.body).toEqual({
         model: "qwen2.5:7b",
         messages: [{ role: "user", content: "hi" }],
@@ -99,14 +103,14 @@ describe("OpenAiProvider", () => {
         stream_options: { include_usage: true },
         temperature: 0.5
       })
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("no api key: no Authorization header; text mode is reported in metadata", () =>
     Effect.gen(function*() {
       const { events, fake } = yield* runAgainst({ kind: "sse", events: textStream(["x"]) }, { toolMode: "text" })
       expect(fake.requests[0]!.headers.authorization).toBeUndefined()
       expect(events.at(-1)).toMatchObject({ _tag: "Complete", metadata: { tool_mode: "text" } })
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("native tool calls split over deltas arrive whole in Complete", () =>
     Effect.gen(function*() {
@@ -128,7 +132,7 @@ describe("OpenAiProvider", () => {
           metadata: { upstream_model: "fake-model" }
         })
       ])
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("HTTP 500 with an OpenAI error body → one Failed with the status and the upstream's message", () =>
     Effect.gen(function*() {
@@ -139,7 +143,7 @@ describe("OpenAiProvider", () => {
       })
       expect(events).toHaveLength(1)
       expect(failedMessage(events)).toBe("upstream answered HTTP 500: model failed to load")
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("HTTP 429 → Failed with the status and message; a body without a message is quoted, capped", () =>
     Effect.gen(function*() {
@@ -154,7 +158,15 @@ describe("OpenAiProvider", () => {
       const message = failedMessage(long.events)
       expect(message.startsWith("upstream answered HTTP 503: {\"status\":\"xxx")).toBe(true)
       expect(message.length).toBeLessThan(600)
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
+  it.scopedLive("an error answer with a huge body: its start (16 KiB) is quoted, capped", () =>
+    Effect.gen(function*() {
+      const { events } = yield* runAgainst({ kind: "json", status: 502, body: { junk: "y".repeat(4_000_000) } })
+      const message = failedMessage(events)
+      expect(message).toMatch(/^upstream answered HTTP 502: \{"junk":"yyy/)
+      expect(message.length).toBeLessThan(600)
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("a malformed event → Failed after the events before it", () =>
     Effect.gen(function*() {
@@ -165,7 +177,16 @@ describe("OpenAiProvider", () => {
       expect(events[0]).toEqual(RunEvent.delta("ok"))
       expect(events).toHaveLength(2)
       expect(failedMessage(events)).toMatch(/^upstream sent an event that is not JSON/)
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
+  it.scopedLive("a chunk of the wrong shape → Failed naming the field", () =>
+    Effect.gen(function*() {
+      const { events } = yield* runAgainst({ kind: "sse", events: [chunk({ content: "ok" }), { choices: "nope" }] })
+      expect(events[0]).toEqual(RunEvent.delta("ok"))
+      expect(failedMessage(events)).toBe(
+        "upstream sent a malformed chunk (choices: expected an array or null, got string)"
+      )
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("an error event mid-stream → Failed with the upstream's message", () =>
     Effect.gen(function*() {
@@ -174,83 +195,182 @@ describe("OpenAiProvider", () => {
         events: [chunk({ content: "a" }), errorEvent("context length exceeded")]
       })
       expect(events).toEqual([RunEvent.delta("a"), RunEvent.failed("upstream error: context length exceeded")])
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("connection reset mid-stream → Failed", () =>
     Effect.gen(function*() {
       const { events } = yield* runAgainst({ kind: "reset", before: [chunk({ content: "par" })] })
       expect(events[0]).toEqual(RunEvent.delta("par"))
       expect(failedMessage(events)).toMatch(/^upstream stream broke: /)
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("connection refused → Failed", () =>
     Effect.gen(function*() {
       const fake = yield* Effect.promise(() => startFakeUpstream({ kind: "sse", events: [] }))
       yield* Effect.promise(() => fake.close())
       const provider = yield* providerFor(fake)
-      const events = yield* collect(provider.run(request))
+      const events = yield* collectEvents(provider, request)
       expect(events).toHaveLength(1)
       expect(failedMessage(events)).toMatch(/^upstream request failed: .*ECONNREFUSED/)
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
+  it.scopedLive("a base URL that is not a URL → Failed, no request", () =>
+    Effect.gen(function*() {
+      const provider = yield* providerFor({ url: "not a url" })
+      const events = yield* collectEvents(provider, request)
+      expect(failedMessage(events)).toMatch(/^upstream request failed: invalid base URL/)
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
+  it.scopedLive("a stale pooled connection closed before any answer is retried once on a fresh one", () =>
+    Effect.gen(function*() {
+      // A raw server: the first connection is closed as soon as the request arrives, the second is answered.
+      const answer = sseText(textStream(["ok"]))
+      let connections = 0
+      const server = net.createServer((socket) => {
+        const index = connections++
+        socket.once("data", () => {
+          if (index === 0) socket.destroy()
+          else {
+            socket.end(
+              "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n" +
+                `content-length: ${Buffer.byteLength(answer)}\r\n\r\n${answer}`
+            )
+          }
+        })
+      })
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        () => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
+      )
+      const { port } = server.address() as AddressInfo
+      const provider = yield* providerFor({ url: `http://127.0.0.1:${port}/v1` })
+      const events = yield* collectEvents(provider, request)
+      expect(events).toEqual([
+        RunEvent.delta("ok"),
+        RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model" } })
+      ])
+      expect(connections).toBe(2)
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("the body ends without [DONE] and without finish_reason → Failed (ended early)", () =>
     Effect.gen(function*() {
       const { events } = yield* runAgainst({ kind: "sse", events: [chunk({ content: "a" })], done: false })
       expect(events).toEqual([RunEvent.delta("a"), RunEvent.failed("upstream stream ended early")])
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("the body ends without [DONE] after a finish_reason → Complete", () =>
     Effect.gen(function*() {
       const { events } = yield* runAgainst({ kind: "sse", events: textStream(["a"]), done: false })
       expect(events.at(-1)).toMatchObject({ _tag: "Complete", finishReason: "stop" })
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
-  it.scopedLive("the stream ends right after its terminal event, even if the upstream keeps the connection open", () =>
+  it.scopedLive("the run ends right after its terminal event, even if the upstream keeps the connection open", () =>
     Effect.gen(function*() {
       const fake = yield* fakeUpstream({ kind: "stall", before: [...textStream(["a"]), "data: [DONE]\n\n"] })
       const provider = yield* providerFor(fake)
-      const events = yield* collect(provider.run(request)).pipe(Effect.timeout("2 seconds"))
+      const events = yield* collectEvents(provider, request).pipe(Effect.timeout("2 seconds"))
       expect(events.at(-1)).toMatchObject({ _tag: "Complete" })
-      // Ending the stream closed its scope, which aborted the still-open request.
+      // After the terminal event the body was destroyed, which aborted the still-open request.
       expect(yield* waitFor(() => fake.aborted.length === 1, 1000)).toBe(true)
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
-  it.scopedLive("interrupting the consumer aborts the upstream request within 1 s", () =>
+  it.scopedLive("one emit per upstream read: three events in one write → one batch of three", () =>
     Effect.gen(function*() {
       const fake = yield* fakeUpstream({
         kind: "stall",
-        before: [chunk({ role: "assistant", content: "" }), chunk({ content: "t" })]
+        before: [sseText([chunk({ content: "a" }), chunk({ content: "b" }), chunk({ content: "c" })], false)]
+      })
+      const provider = yield* providerFor(fake)
+      const sink = yield* makeTestSink()
+      yield* provider.start(request, sink)
+      expect(yield* waitFor(() => sink.batches.length > 0, 2000)).toBe(true)
+      yield* Effect.sleep("50 millis")
+      expect(sink.batches).toEqual([deltas("a", "b", "c")])
+
+      // A whole answer in one write: one batch, terminal included, then the sink is ended.
+      const whole = yield* fakeUpstream({ kind: "stall", before: [sseText(textStream(["x", "y"]))] })
+      const wholeSink = yield* makeTestSink()
+      yield* (yield* providerFor(whole)).start(request, wholeSink)
+      yield* Deferred.await(wholeSink.ended)
+      expect(wholeSink.batches).toHaveLength(1)
+      expect(wholeSink.batches[0]).toEqual([
+        ...deltas("x", "y"),
+        RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model" } })
+      ])
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
+  it.scopedLive("backpressure: emit → false pauses the body until the sink's onReady calls back", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeUpstream({
+        kind: "sse",
+        delayMs: 10,
+        events: ["a", "b", "c", "d", "e"].map((content) => chunk({ content }))
+      })
+      const provider = yield* providerFor(fake)
+      // The reader falls behind at the first batch.
+      const sink = yield* makeTestSink({ ready: (_, index) => index > 0 })
+      yield* provider.start(request, sink)
+      expect(yield* waitFor(() => sink.resumes.length === 1, 2000)).toBe(true)
+      // The upstream writes everything while the body is paused; none of it is delivered.
+      expect(yield* waitFor(() => fake.finished.length === 1, 2000)).toBe(true)
+      yield* Effect.sleep("50 millis")
+      expect(sink.batches).toEqual([deltas("a")])
+      expect(yield* Deferred.isDone(sink.ended)).toBe(false)
+
+      sink.resumes[0]!()
+      yield* Deferred.await(sink.ended)
+      expect(sink.events()).toEqual([
+        ...deltas("a", "b", "c", "d", "e"),
+        RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model" } })
+      ])
+      expect(sink.resumes).toHaveLength(1)
+      expect(sink.afterEnd).toEqual([])
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
+  it.scopedLive("cancel mid-stream: closing the run scope aborts the upstream within 1 s, nothing emitted after", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeUpstream({
+        kind: "sse",
+        delayMs: 20,
+        events: Array.from({ length: 50 }, (_, i) => chunk({ content: `t${i}` }))
       })
       const provider = yield* providerFor(fake)
       const first = yield* Deferred.make<void>()
-      const fiber = yield* provider.run(request).pipe(
-        Stream.tap(() => Deferred.succeed(first, undefined)),
-        Stream.runDrain,
-        Effect.fork
-      )
+      const sink = yield* makeTestSink({ onEmit: () => Deferred.unsafeDone(first, Exit.void) })
+      const scope = yield* Scope.make()
+      yield* provider.start(request, sink).pipe(Scope.extend(scope))
       yield* Deferred.await(first)
       expect(fake.aborted).toHaveLength(0)
-      const interruptedAt = Date.now()
-      yield* Fiber.interrupt(fiber)
+      const closedAt = Date.now()
+      yield* Scope.close(scope, Exit.void)
+      const emitted = sink.batches.length
       expect(yield* waitFor(() => fake.aborted.length === 1, 1000)).toBe(true)
-      expect(fake.aborted[0]!.at - interruptedAt).toBeLessThan(1000)
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+      expect(fake.aborted[0]!.at - closedAt).toBeLessThan(1000)
+      yield* Effect.sleep("100 millis")
+      expect(sink.batches).toHaveLength(emitted)
+      expect(sink.afterEnd).toEqual([])
+      expect(sink.events().filter(RunEvent.isTerminal)).toEqual([])
+      expect(fake.finished).toHaveLength(0)
+    }).pipe(Effect.provide(upstreamDispatcher)))
 
-  it.scopedLive("interrupting before the response headers arrive aborts the request too", () =>
+  it.scopedLive("closing the run's scope before the response headers arrive aborts the request too", () =>
     Effect.gen(function*() {
       const received = yield* Deferred.make<void>()
       const fake = yield* fakeUpstream(() => {
-        Effect.runSync(Deferred.succeed(received, undefined))
+        Deferred.unsafeDone(received, Exit.void)
         return new Promise<Script>(() => {})
       })
       const provider = yield* providerFor(fake)
-      const fiber = yield* provider.run(request).pipe(Stream.runDrain, Effect.fork)
+      const sink = yield* makeTestSink()
+      const scope = yield* Scope.make()
+      yield* provider.start(request, sink).pipe(Scope.extend(scope))
       yield* Deferred.await(received)
-      const interruptedAt = Date.now()
-      yield* Fiber.interrupt(fiber)
+      const closedAt = Date.now()
+      yield* Scope.close(scope, Exit.void)
       expect(yield* waitFor(() => fake.aborted.length === 1, 1000)).toBe(true)
-      expect(fake.aborted[0]!.at - interruptedAt).toBeLessThan(1000)
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+      expect(fake.aborted[0]!.at - closedAt).toBeLessThan(1000)
+      expect(sink.batches).toEqual([])
+    }).pipe(Effect.provide(upstreamDispatcher)))
 })
 
 describe("fakeUpstream", () => {
