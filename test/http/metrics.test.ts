@@ -1,3 +1,4 @@
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -12,7 +13,11 @@ import { EdgeHttpLive } from "../../src/Edge.js"
 const config = Either.getOrThrow(
   decodeConfigJson("test", { models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 1 } }] })
 )
-const EdgeUnderTest = EdgeHttpLive.pipe(Layer.provide(EdgeConfig.layer(config)), Layer.provideMerge(NodeHttpServer.layerTest))
+const EdgeUnderTest = EdgeHttpLive.pipe(
+  Layer.provide(EdgeConfig.layer(config)),
+  Layer.provide(NodeHttpClient.dispatcherLayer),
+  Layer.provideMerge(NodeHttpServer.layerTest)
+)
 
 /** The value of one exposition line, by its exact series text. */
 const value = (text: string, series: string): number | undefined => {

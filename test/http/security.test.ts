@@ -1,3 +1,4 @@
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -30,7 +31,11 @@ const config = Either.getOrThrow(
   })
 )
 
-const EdgeUnderTest = EdgeHttpLive.pipe(Layer.provide(EdgeConfig.layer(config)), Layer.provideMerge(NodeHttpServer.layerTest))
+const EdgeUnderTest = EdgeHttpLive.pipe(
+  Layer.provide(EdgeConfig.layer(config)),
+  Layer.provide(NodeHttpClient.dispatcherLayer),
+  Layer.provideMerge(NodeHttpServer.layerTest)
+)
 
 const chat = (key: string, model: string, text = "hi") =>
   HttpClientRequest.post("/v1/chat/completions").pipe(

@@ -1,11 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import { FastCheck as fc } from "effect"
-import * as Stream from "effect/Stream"
 import * as Echo from "../../../src/providers/echo/Echo.js"
 import { echoTokens } from "../../../src/providers/echo/tokens.js"
 import type { SubmitRunRequest } from "../../../src/run/SubmitRunRequest.js"
+import { recordingSink } from "../../support/RecordingSink.js"
 
 const request = (messages: SubmitRunRequest["messages"], maxTokens?: number): SubmitRunRequest => ({
   model: "echo",
@@ -16,7 +15,14 @@ const request = (messages: SubmitRunRequest["messages"], maxTokens?: number): Su
 })
 
 const run = (req: SubmitRunRequest) =>
-  Stream.runCollect(Echo.make({ tokenDelayMs: 0 }).run(req)).pipe(Effect.map(Chunk.toReadonlyArray))
+  Effect.scoped(
+    Effect.gen(function* () {
+      const rec = yield* recordingSink
+      yield* Echo.make({ tokenDelayMs: 0 }).start(req, rec.sink)
+      yield* rec.ended
+      return rec.events()
+    })
+  )
 
 describe("echo provider", () => {
   it.prop("tokens join back to the text", [fc.string()], ([text]) => {
