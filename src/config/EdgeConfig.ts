@@ -98,7 +98,9 @@ export const RunsConfig = Schema.Struct({
   idleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
   /** Runs the edge serves at once across all callers (default: unlimited); more get 429. */
   maxConcurrentRuns: Schema.optional(PositiveInt),
-  toolValidationAttempts: Schema.optionalWith(PositiveInt, { default: () => 2 })
+  toolValidationAttempts: Schema.optionalWith(PositiveInt, { default: () => 2 }),
+  /** The largest `parameters` schema one request tool may have, as JSON bytes (default 262144); larger: 400. */
+  maxToolSchemaBytes: Schema.optional(PositiveInt)
 })
 export type RunsConfig = typeof RunsConfig.Type
 

@@ -36,6 +36,24 @@ const isReasoningField = (s: string | undefined): s is ReasoningField => REASONI
 
 const defined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value)
 
+/** `runs.maxToolSchemaBytes` when the config leaves it out. */
+export const DEFAULT_MAX_TOOL_SCHEMA_BYTES = 262_144
+
+// Strict validation compiles each called tool's schema, at a cost in memory and time that grows with its size.
+const oversizeToolSchema = (
+  tools: ChatCompletionRequest["tools"],
+  limit: number
+): InvalidRequest | undefined => {
+  for (const [i, t] of (tools ?? []).entries()) {
+    const bytes = t.function.parameters === undefined ? 0 : Buffer.byteLength(JSON.stringify(t.function.parameters))
+    if (bytes > limit) {
+      const param = `tools[${i}].function.parameters`
+      return new InvalidRequest({ message: `${param}: the schema is ${bytes} bytes, more than ${limit}`, param })
+    }
+  }
+  return undefined
+}
+
 /** Resolves the model and decides everything the chat plane needs for one request. */
 export const toChatRequest = (
   config: EdgeConfigShape,
@@ -45,6 +63,8 @@ export const toChatRequest = (
 ): Effect.Effect<ChatRequest & { readonly stream: boolean }, ModelNotFound | InvalidRequest> => {
   const model = config.models.find((m) => m.id === wire.model) ?? announced
   if (model === undefined) return Effect.fail(new ModelNotFound({ model: wire.model }))
+  const oversize = oversizeToolSchema(wire.tools, config.runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES)
+  if (oversize !== undefined) return Effect.fail(oversize)
   const wireTools = wire.tools ?? []
   const tools: ReadonlyArray<RequestTool> = wireTools.map((t) => ({
     name: t.function.name,

@@ -4,6 +4,7 @@ import { Ajv2019 } from "ajv/dist/2019.js"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormats from "ajv-formats"
 import { isRecord, parseJson } from "./json.js"
+import { type LinearRegExpEngine, makeLinearRegExpEngine, type RegExpEngine } from "./linearRegExp.js"
 import type { ParsedToolCall, RequestTool, ToolChoiceMode } from "./types.js"
 
 export type Verdict = { readonly _tag: "Valid" } | { readonly _tag: "Invalid"; readonly reason: string }
@@ -20,21 +21,60 @@ export const toolChoiceMode = (
   return { _tag: "Function", name: choice.function.name }
 }
 
-type Draft = "2020" | "2019" | "07"
+export type Draft = "2020" | "2019" | "07"
 type AnyAjv = Ajv | Ajv2019 | Ajv2020
+
+/**
+ * Bounds of one generation of compilers: a compiled validator lives in its Ajv's scope for as long as that Ajv
+ * does (`removeSchema` frees the schema object, not the generated code), so compilers are replaced, with all they
+ * compiled, once a generation has compiled this many schemas or this much schema JSON (UTF-16 code units).
+ */
+export const GENERATION_SCHEMAS = 256
+export const GENERATION_SCHEMA_CHARS = 4 * 1024 * 1024
+
+/** Validation reads at most this many bytes of arguments per response, all its calls together. */
+export const MAX_VALIDATED_ARGUMENT_BYTES = 1024 * 1024
+
+type Compiled =
+  | { readonly ok: true; readonly validate: ValidateFunction }
+  | { readonly ok: false; readonly error: string }
+
+interface Generation {
+  readonly id: number
+  readonly regExp: LinearRegExpEngine
+  readonly compilers: Map<Draft, AnyAjv>
+  /** Schema JSON (with the draft) → its compiled validator, for the validators of this generation only. */
+  readonly cache: Map<string, Compiled>
+  compiledChars: number
+}
+
+const newGeneration = (id: number): Generation => ({
+  id,
+  regExp: makeLinearRegExpEngine(),
+  compilers: new Map(),
+  cache: new Map(),
+  compiledChars: 0
+})
+
+let generation = newGeneration(1)
 
 // addUsedSchema: false, so schemas of different requests that share an `$id` do not collide in the instance.
 // allErrors: true checks properties one after another; false nests a block per property, which overflows the stack
 // on schemas with thousands of properties.
-const OPTIONS: Options = { strict: false, allErrors: true, addUsedSchema: false }
-const instances = new Map<Draft, AnyAjv>()
+const optionsFor = (g: Generation): Options => ({
+  strict: false,
+  allErrors: true,
+  addUsedSchema: false,
+  code: { regExp: g.regExp.engine }
+})
 
-const instance = (draft: Draft): AnyAjv => {
-  const existing = instances.get(draft)
+const compilerFor = (g: Generation, draft: Draft): AnyAjv => {
+  const existing = g.compilers.get(draft)
   if (existing !== undefined) return existing
-  const ajv = draft === "07" ? new Ajv(OPTIONS) : draft === "2019" ? new Ajv2019(OPTIONS) : new Ajv2020(OPTIONS)
+  const options = optionsFor(g)
+  const ajv = draft === "07" ? new Ajv(options) : draft === "2019" ? new Ajv2019(options) : new Ajv2020(options)
   addFormats.default(ajv)
-  instances.set(draft, ajv)
+  g.compilers.set(draft, ajv)
   return ajv
 }
 
@@ -48,13 +88,6 @@ const draftOf = (schema: Readonly<Record<string, unknown>>): { readonly draft: D
   return { draft: /draft-0[46]/.test(uri) ? "07" : "2020", schema: rest }
 }
 
-type Compiled =
-  | { readonly ok: true; readonly validate: ValidateFunction }
-  | { readonly ok: false; readonly error: string }
-
-const CACHE_SIZE = 256
-const cache = new Map<string, { readonly compiled: Compiled; readonly draft: Draft; readonly schema: object }>()
-
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 const compileSchema = (parameters: Readonly<Record<string, unknown>>): Compiled => {
@@ -65,29 +98,41 @@ const compileSchema = (parameters: Readonly<Record<string, unknown>>): Compiled 
   } catch (e) {
     return { ok: false, error: message(e) }
   }
-  const hit = cache.get(key)
-  if (hit !== undefined) {
-    cache.delete(key)
-    cache.set(key, hit)
-    return hit.compiled
+  const hit = generation.cache.get(key)
+  if (hit !== undefined) return hit
+  if (generation.cache.size >= GENERATION_SCHEMAS || generation.compiledChars >= GENERATION_SCHEMA_CHARS) {
+    generation = newGeneration(generation.id + 1)
   }
+  const g = generation
+  g.compiledChars += key.length
   let compiled: Compiled
   try {
-    compiled = { ok: true, validate: instance(draft).compile(schema) }
+    const validate = compilerFor(g, draft).compile(schema)
+    const rejected = g.regExp.takeRejected()
+    compiled = rejected.length === 0 ? { ok: true, validate } : { ok: false, error: rejected.join("; ") }
   } catch (e) {
+    g.regExp.takeRejected()
     compiled = { ok: false, error: message(e) }
   }
-  cache.set(key, { compiled, draft, schema })
-  if (cache.size > CACHE_SIZE) {
-    const [oldest] = cache
-    if (oldest !== undefined) {
-      cache.delete(oldest[0])
-      // ajv keeps every compiled schema object; let go of the evicted one.
-      instance(oldest[1].draft).removeSchema(oldest[1].schema)
-    }
-  }
+  g.cache.set(key, compiled)
   return compiled
 }
+
+/** What the validator cache holds now (for tests and diagnostics). */
+export const validatorCacheStats = (): {
+  readonly generation: number
+  readonly validators: number
+  readonly compiledChars: number
+  readonly compilers: number
+} => ({
+  generation: generation.id,
+  validators: generation.cache.size,
+  compiledChars: generation.compiledChars,
+  compilers: generation.compilers.size
+})
+
+/** The regular-expression engine the current compiler of `draft` was given (tests check it is the linear one). */
+export const regExpEngineOf = (draft: Draft): RegExpEngine => compilerFor(generation, draft).opts.code.regExp
 
 const describe = (error: ErrorObject): string => {
   const params: Record<string, unknown> = error.params
@@ -144,6 +189,11 @@ export const validateToolCalls = (
     }
     case "Auto":
       break
+  }
+  let bytes = 0
+  for (const call of calls) bytes += Buffer.byteLength(call.arguments, "utf8")
+  if (bytes > MAX_VALIDATED_ARGUMENT_BYTES) {
+    return invalid(`the tool calls' arguments (${bytes} bytes) exceed the ${MAX_VALIDATED_ARGUMENT_BYTES} bytes validated`)
   }
   for (const call of calls) {
     const verdict = validateCall(call, tools)
