@@ -1,7 +1,7 @@
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { postJson, jsonOf } from "../support/e2e.js"
-import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
+import { type EdgeProcess, runIop, startEdge, writeTempFile } from "../support/edgeProcess.js"
 
 /** `server.apiKeys`: every /v1 request needs one of the keys; /healthz and /metrics need none. */
 
@@ -82,5 +82,61 @@ describe("API keys", () => {
     const metrics = await fetch(`${edge.url}/metrics`)
     expect(metrics.status).toBe(200)
     expect(await metrics.text()).toContain("iop_chat_requests_total")
+  })
+})
+
+describe("API key sources that yield no key stop the edge (it never starts open)", () => {
+  const echo = [{ id: "echo", provider: { type: "echo", tokenDelayMs: 0 } }]
+
+  /** `iop edge` on `server`: exit 2 before listening, one message; returns it. */
+  const refused = async (server: object, env: Record<string, string> = {}): Promise<{ message: string; file: string }> => {
+    const file = writeTempFile({ server, models: echo })
+    const result = await runIop(["edge", "--config", file, "--port", "0"], { env, timeoutMs: 15_000 })
+    expect(result.listened, result.stdout).toBe(false)
+    expect(result.code, result.stderr).toBe(2)
+    const message = result.stderr.trim()
+    expect(message.split("\n"), message).toHaveLength(1)
+    expect(message).toContain(file)
+    return { message, file }
+  }
+
+  it.each([
+    ["empty", ""],
+    ["only a separator and blanks", " , "]
+  ])("server.apiKeysEnv set to a variable that is %s: exit 2, naming the variable", async (_, value) => {
+    const { message } = await refused({ apiKeysEnv: "IOP_TEST_KEYS" }, { IOP_TEST_KEYS: value })
+    expect(message).toContain("$.server.apiKeysEnv")
+    expect(message).toContain("IOP_TEST_KEYS")
+    expect(message).toMatch(/no (API )?key/i)
+  })
+
+  it("server.apiKeysFile with only comments and blank lines: exit 2, naming the key file, quoting none of it", async () => {
+    const keys = writeTempFile("# sk-retired-1\n\n   \n# rotate monthly\n", "keys.txt")
+    const { message } = await refused({ apiKeysFile: keys })
+    expect(message).toContain("$.server.apiKeysFile")
+    expect(message).toContain(keys)
+    expect(message).toMatch(/no (API )?key/i)
+    expect(message).not.toContain("sk-retired-1")
+  })
+
+  it("keys from server.apiKeysFile and server.apiKeysEnv are enforced", async () => {
+    const keys = writeTempFile("# team\nsk-file\n", "keys.txt")
+    const edge = await startEdge({
+      config: { server: { apiKeysFile: keys, apiKeysEnv: "IOP_TEST_KEYS" }, models: echo },
+      env: { IOP_TEST_KEYS: "sk-env-1, sk-env-2" }
+    })
+    try {
+      const request = { model: "echo", messages: [{ role: "user", content: "hi" }] }
+      const open = await postJson(`${edge.baseURL}/chat/completions`, request)
+      expect(open.status).toBe(401)
+      await open.text()
+      for (const key of ["sk-file", "sk-env-1", "sk-env-2"]) {
+        const response = await postJson(`${edge.baseURL}/chat/completions`, request, { authorization: `Bearer ${key}` })
+        expect(response.status, key).toBe(200)
+        await response.text()
+      }
+    } finally {
+      await edge.stop()
+    }
   })
 })
