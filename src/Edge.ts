@@ -1,9 +1,11 @@
 import type * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ChatRun from "./chat/ChatRun.js"
+import { type ApiKeySourceError, ApiKeysLive } from "./config/apiKeys.js"
 import { ChatCompletions, ChatCompletionsLive } from "./dialects/chat-completions/ChatCompletions.js"
 import * as EdgeConfig from "./config/EdgeConfig.js"
 import { GracefulShutdownLive, HttpAppLive, NodeServerLive } from "./http/HttpLive.js"
@@ -35,11 +37,8 @@ export const ChatLive: Layer.Layer<ChatRun.Chat, never, EdgeConfig.EdgeConfig | 
   )
 )
 
-/**
- * The edge's services without a server: mount `HttpAppLive` on your own
- * HttpServer, or call `ChatCompletions` / `RunService` directly.
- */
-export const EdgeLive: Layer.Layer<
+/** The edge's services, reading the EdgeConfig they are given as it is. */
+const ServicesLive: Layer.Layer<
   | ChatCompletions
   | ChatRun.Chat
   | RunService
@@ -59,17 +58,54 @@ export const EdgeLive: Layer.Layer<
   Layer.provideMerge(Layer.mergeAll(MetricsLive, LifecycleLive, LimitsLive))
 )
 
-/** Routes served on a given HttpServer, with graceful shutdown. */
-export const EdgeHttpLive: Layer.Layer<never, BusConnectFailed, EdgeConfig.EdgeConfig | NodeHttpClient.Dispatcher | HttpServer.HttpServer> =
-  // The app is installed first and removed last, so draining still answers new requests with 503.
-  GracefulShutdownLive.pipe(Layer.provide(HttpAppLive), Layer.provide(EdgeLive))
+/**
+ * The config with `server.apiKeysFile` / `server.apiKeysEnv` read into
+ * `server.apiKeys`. Every layer below that builds the edge goes through it, so
+ * a key source is enforced (or, yielding no key, stops the build) however the
+ * edge is assembled; a config already resolved passes through unchanged.
+ */
+const ResolvedConfigLive: Layer.Layer<EdgeConfig.EdgeConfig, ApiKeySourceError, EdgeConfig.EdgeConfig> = ApiKeysLive.pipe(
+  Layer.provide(NodeFileSystem.layer)
+)
 
-/** The whole edge process for a config: server on its host and port, embedded node, an undici pool for upstreams. */
+/**
+ * The edge's services without a server: mount `HttpAppLive` on your own
+ * HttpServer, or call `ChatCompletions` / `RunService` directly.
+ */
+export const EdgeLive: Layer.Layer<
+  | ChatCompletions
+  | ChatRun.Chat
+  | RunService
+  | NodeRegistry
+  | EmbeddedNode
+  | EdgeTransport.NatsDiscovery
+  | Metrics
+  | Lifecycle
+  | Limits,
+  BusConnectFailed | ApiKeySourceError,
+  EdgeConfig.EdgeConfig | NodeHttpClient.Dispatcher
+> = ServicesLive.pipe(Layer.provide(ResolvedConfigLive))
+
+/** Routes served on a given HttpServer, with graceful shutdown. */
+export const EdgeHttpLive: Layer.Layer<
+  never,
+  BusConnectFailed | ApiKeySourceError,
+  EdgeConfig.EdgeConfig | NodeHttpClient.Dispatcher | HttpServer.HttpServer
+> =
+  // The app is installed first and removed last, so draining still answers new requests with 503.
+  GracefulShutdownLive.pipe(Layer.provide(HttpAppLive), Layer.provide(ServicesLive), Layer.provide(ResolvedConfigLive))
+
+/**
+ * The whole edge process for a config: server on its host and port, embedded
+ * node, an undici pool for upstreams. The key sources are resolved before the
+ * server binds its port.
+ */
 export const serverLayer = (
   config: EdgeConfig.EdgeConfigShape
-): Layer.Layer<never, HttpServerError.ServeError | BusConnectFailed> =>
+): Layer.Layer<never, HttpServerError.ServeError | BusConnectFailed | ApiKeySourceError> =>
   EdgeHttpLive.pipe(
     Layer.provide(NodeServerLive),
     Layer.provide(NodeHttpClient.dispatcherLayer),
+    Layer.provide(ResolvedConfigLive),
     Layer.provide(EdgeConfig.layer(config))
   )

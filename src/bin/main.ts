@@ -14,7 +14,6 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { EdgeConfigSchema, defaultConfig } from "../config/EdgeConfig.js"
-import { resolveApiKeys } from "../config/apiKeys.js"
 import { applyOverrides, ConfigError, loadConfigFile } from "../config/loadConfig.js"
 import * as NodeServer from "../run/transport/nats/NodeServer.js"
 import { serverLayer } from "../Edge.js"
@@ -33,12 +32,15 @@ const logLevel = Options.choice("log-level", ["debug", "info", "warn", "error", 
   Options.optional
 )
 
+/** The config file: `--config`, else `IOP_CONFIG`, else none (the embedded default). */
+const chooseFile = (file: Option.Option<string>) =>
+  Config.option(Config.nonEmptyString("IOP_CONFIG")).pipe(Effect.map((fromEnv) => Option.orElse(file, () => fromEnv)))
+
 const resolveConfig = (file: Option.Option<string>) =>
   Effect.gen(function* () {
-    const fromEnv = yield* Config.option(Config.nonEmptyString("IOP_CONFIG"))
-    const chosen = Option.orElse(file, () => fromEnv)
+    const chosen = yield* chooseFile(file)
     if (Option.isNone(chosen)) return defaultConfig()
-    return yield* resolveApiKeys(chosen.value, yield* loadConfigFile(chosen.value))
+    return yield* loadConfigFile(chosen.value)
   })
 
 const edge = Command.make("edge", { config: configOption, host, port, logLevel }, (flags) =>
@@ -48,7 +50,12 @@ const edge = Command.make("edge", { config: configOption, host, port, logLevel }
       port: Option.getOrUndefined(flags.port),
       logLevel: Option.getOrUndefined(flags.logLevel)
     })
-    return yield* Layer.launch(serverLayer(config)).pipe(Effect.provide(Logging.layer(config.log.level)))
+    const file = Option.getOrElse(yield* chooseFile(flags.config), () => "config")
+    // The layers resolve the key sources (before listening); a source without keys is a bad config: exit 2.
+    return yield* Layer.launch(serverLayer(config)).pipe(
+      Effect.catchTag("ApiKeySourceError", (e) => Effect.fail(new ConfigError({ file, detail: e.message }))),
+      Effect.provide(Logging.layer(config.log.level))
+    )
   })
 ).pipe(Command.withDescription("Serve the OpenAI-compatible API with an embedded node for the config's models."))
 

@@ -18,7 +18,7 @@ const decodeConfig = Schema.decodeUnknownEither(EdgeConfigSchema, { onExcessProp
 /** Decodes already-parsed JSON; `file` names the source in errors. */
 export const decodeConfigJson = (file: string, json: unknown): Either.Either<EdgeConfigShape, ConfigError> =>
   Either.mapLeft(decodeConfig(json), (e) => {
-    const issue = primaryIssue(e, "$")
+    const issue = primaryIssue(e, "$", "short")
     return new ConfigError({ file, detail: issue === undefined ? "invalid config" : `${issue.path}: ${issue.message}` })
   })
 

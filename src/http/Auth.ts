@@ -12,7 +12,8 @@ export interface KeyPolicy {
 export type KeyCheck =
   | { readonly _tag: "Open" }
   | { readonly _tag: "Granted"; readonly key: KeyPolicy }
-  | { readonly _tag: "Denied" }
+  /** `missing`: no bearer key was presented at all; `incorrect`: one was, and it matches no key. */
+  | { readonly _tag: "Denied"; readonly reason: "missing" | "incorrect" }
 
 const digest = (s: string): Buffer => createHash("sha256").update(s).digest()
 
@@ -37,7 +38,8 @@ export const makeKeyCheck = (entries: ReadonlyArray<ApiKeyEntry>) => {
     const presented = digest(match?.[1] ?? "")
     let granted: KeyPolicy | undefined
     for (const k of keys) if (timingSafeEqual(k.digest, presented) && granted === undefined) granted = k.policy
-    return match !== null && granted !== undefined ? { _tag: "Granted", key: granted } : { _tag: "Denied" }
+    if (match === null) return { _tag: "Denied", reason: "missing" }
+    return granted !== undefined ? { _tag: "Granted", key: granted } : { _tag: "Denied", reason: "incorrect" }
   }
 }
 

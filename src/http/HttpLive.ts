@@ -19,6 +19,7 @@ import { RunService } from "../run/RunService.js"
 import type { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
 import { Lifecycle } from "./Lifecycle.js"
 import type { Limits } from "./Limits.js"
+import { routeLabel } from "./routeLabel.js"
 import { makeRoutes } from "./routes.js"
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
@@ -34,14 +35,15 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) 
       yield* Effect.annotateLogsScoped({ request_id: requestId })
       yield* lifecycle.track
       const response = yield* app
-      const route = request.url.split("?")[0] ?? request.url
+      const path = request.url.split("?")[0] ?? request.url
+      const route = routeLabel(request.url)
       yield* Effect.addFinalizer(() =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           yield* metrics.httpResponse({ route, status: response.status })
           if (route === "/healthz" || route === "/metrics") return
           yield* Effect.logInfo("http request").pipe(
-            Effect.annotateLogs({ method: request.method, path: route, status: response.status, duration_ms: now - startedAt })
+            Effect.annotateLogs({ method: request.method, path, status: response.status, duration_ms: now - startedAt })
           )
         })
       )

@@ -7,9 +7,19 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   param: Schema.NullOr(Schema.String)
 }) {}
 
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {}) {
+/** `reason` is the key check's (`Auth.ts`); without it the message fits both cases. */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  reason: Schema.optional(Schema.Literal("missing", "incorrect"))
+}) {
   override get message(): string {
-    return "Incorrect API key provided"
+    switch (this.reason) {
+      case "missing":
+        return "Missing API key: pass it as 'Authorization: Bearer <key>'"
+      case "incorrect":
+        return "Incorrect API key provided"
+      case undefined:
+        return "Missing or incorrect API key: pass one as 'Authorization: Bearer <key>'"
+    }
   }
 }
 

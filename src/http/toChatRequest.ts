@@ -7,20 +7,20 @@ import { outputPolicy, type ReasoningField } from "../chat/policy.js"
 import { toolChoiceMode } from "../chat/toolcalls/validate.js"
 import type { RequestTool } from "../chat/toolcalls/types.js"
 import type { EdgeConfigShape, ModelConfig } from "../config/EdgeConfig.js"
-import { primaryIssue } from "../config/parseIssues.js"
+import { clip, primaryIssue } from "../config/parseIssues.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
 import { InvalidRequest } from "./errors.js"
 import { ChatCompletionRequest } from "./wire/ChatCompletionRequest.js"
 
 const decodeWire = Schema.decodeUnknownEither(ChatCompletionRequest, { errors: "all" })
 
-/** Parses and decodes the body; an error names the offending field. */
+/** Parses and decodes the body; an error names the offending field in a few hundred characters, never quoting its value. */
 export const decodeBody = (text: string): Either.Either<ChatCompletionRequest, InvalidRequest> => {
   let json: unknown
   try {
     json = JSON.parse(text)
   } catch (e) {
-    const detail = e instanceof Error ? e.message : String(e)
+    const detail = clip(e instanceof Error ? e.message : String(e), 200)
     return Either.left(new InvalidRequest({ message: `request body is not valid JSON: ${detail}`, param: null }))
   }
   return Either.mapLeft(decodeWire(json), (error) => {

@@ -2,6 +2,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client"
+import type { RouteLabel } from "../http/routeLabel.js"
 import type { Usage } from "../run/RunEvent.js"
 
 /** Outcome of a response or a run, as counted in `/metrics`. */
@@ -25,7 +26,8 @@ export declare namespace Metrics {
     readonly toolValidation: (model: string, result: "retry" | "failure") => Effect.Effect<void>
     readonly streamOpened: Effect.Effect<void>
     readonly streamClosed: Effect.Effect<void>
-    readonly httpResponse: (labels: { route: string; status: number }) => Effect.Effect<void>
+    /** `route` is a route template (`routeLabel`), never a raw path: the series set stays bounded. */
+    readonly httpResponse: (labels: { route: RouteLabel; status: number }) => Effect.Effect<void>
     /** The Prometheus text exposition and its content type. */
     readonly exposition: Effect.Effect<{ readonly contentType: string; readonly body: string }>
   }

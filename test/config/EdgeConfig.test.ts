@@ -60,6 +60,39 @@ describe("config", () => {
     ).toMatch(/duplicate model id "a"/)
   })
 
+  it("bad files: small offending values are quoted, long ones and schema types are not (one short line)", () => {
+    const long = "x".repeat(5000)
+    const short = (text: string) => {
+      const message = errorOf(text)
+      expect(message.length, message.slice(0, 400)).toBeLessThanOrEqual(300)
+      expect(message).not.toContain("x".repeat(50))
+      expect(message).not.toContain("readonly")
+      expect(message).not.toContain("<->")
+      return message
+    }
+    expect(short(JSON.stringify({ log: { level: "verbose" } }))).toBe(
+      'edge.json: $.log.level: Expected "debug" | "info" | "warn" | "error" | "none", actual "verbose"'
+    )
+    expect(short(JSON.stringify({ server: { host: 5 } }))).toBe("edge.json: $.server.host: Expected string, actual 5")
+    expect(short(JSON.stringify({ server: { port: long } }))).toBe(
+      "edge.json: $.server.port: Expected number, actual string of 5000 characters"
+    )
+    expect(short(JSON.stringify({ models: [{ id: "a", provider: long }] }))).toBe(
+      "edge.json: $.models[0].provider: Expected object, actual string of 5000 characters"
+    )
+    expect(short(JSON.stringify({ models: { a: 1 } }))).toBe("edge.json: $.models: Expected array, actual object")
+    expect(short(JSON.stringify({ server: { apiKeys: [5] } }))).toBe(
+      "edge.json: $.server.apiKeys[0]: Expected string | object, actual 5"
+    )
+    // An object is never quoted: it may hold an API key.
+    expect(short(JSON.stringify({ server: { apiKeys: [{ key: "sk-secret", nmae: "x" }] } }))).not.toContain("sk-secret")
+    expect(short(JSON.stringify({ server: { [long]: 1 } }))).toMatch(/^edge\.json: \$\.server\["x+…"\]: unknown key/)
+    // A message of the schema's own that quotes a value is clipped.
+    const duplicate = errorOf(JSON.stringify({ models: [{ id: long, provider: { type: "echo" } }, { id: long, provider: { type: "echo" } }] }))
+    expect(duplicate).toMatch(/^edge\.json: \$\.models\[1\]\.id: duplicate model id "x+…$/)
+    expect(duplicate.length).toBeLessThanOrEqual(300)
+  })
+
   it("flags override the file", () => {
     const c = applyOverrides(defaultConfig(), { host: "0.0.0.0", port: 9000, logLevel: "debug" })
     expect(c.server.host).toBe("0.0.0.0")

@@ -1,7 +1,9 @@
+import { readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { postJson, jsonOf } from "../support/e2e.js"
-import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
+import { type EdgeProcess, runIop, startEdge, writeTempFile } from "../support/edgeProcess.js"
 
 /** `server.apiKeys`: every /v1 request needs one of the keys; /healthz and /metrics need none. */
 
@@ -82,5 +84,120 @@ describe("API keys", () => {
     const metrics = await fetch(`${edge.url}/metrics`)
     expect(metrics.status).toBe(200)
     expect(await metrics.text()).toContain("iop_chat_requests_total")
+  })
+})
+
+describe("API key sources that yield no key stop the edge (it never starts open)", () => {
+  const echo = [{ id: "echo", provider: { type: "echo", tokenDelayMs: 0 } }]
+
+  /** `iop edge` on `server`: exit 2 before listening, one message; returns it. */
+  const refused = async (server: object, env: Record<string, string> = {}): Promise<{ message: string; file: string }> => {
+    const file = writeTempFile({ server, models: echo })
+    const result = await runIop(["edge", "--config", file, "--port", "0"], { env, timeoutMs: 15_000 })
+    expect(result.listened, result.stdout).toBe(false)
+    expect(result.code, result.stderr).toBe(2)
+    const message = result.stderr.trim()
+    expect(message.split("\n"), message).toHaveLength(1)
+    expect(message).toContain(file)
+    return { message, file }
+  }
+
+  it.each([
+    ["empty", ""],
+    ["only a separator and blanks", " , "]
+  ])("server.apiKeysEnv set to a variable that is %s: exit 2, naming the variable", async (_, value) => {
+    const { message } = await refused({ apiKeysEnv: "IOP_TEST_KEYS" }, { IOP_TEST_KEYS: value })
+    expect(message).toContain("$.server.apiKeysEnv")
+    expect(message).toContain("IOP_TEST_KEYS")
+    expect(message).toMatch(/no (API )?key/i)
+  })
+
+  it("server.apiKeysFile with only comments and blank lines: exit 2, naming the key file, quoting none of it", async () => {
+    const keys = writeTempFile("# sk-retired-1\n\n   \n# rotate monthly\n", "keys.txt")
+    const { message } = await refused({ apiKeysFile: keys })
+    expect(message).toContain("$.server.apiKeysFile")
+    expect(message).toContain(keys)
+    expect(message).toMatch(/no (API )?key/i)
+    expect(message).not.toContain("sk-retired-1")
+  })
+
+  it("keys from server.apiKeysFile and server.apiKeysEnv are enforced", async () => {
+    const keys = writeTempFile("# team\nsk-file\n", "keys.txt")
+    const edge = await startEdge({
+      config: { server: { apiKeysFile: keys, apiKeysEnv: "IOP_TEST_KEYS" }, models: echo },
+      env: { IOP_TEST_KEYS: "sk-env-1, sk-env-2" }
+    })
+    try {
+      const request = { model: "echo", messages: [{ role: "user", content: "hi" }] }
+      const open = await postJson(`${edge.baseURL}/chat/completions`, request)
+      expect(open.status).toBe(401)
+      await open.text()
+      for (const key of ["sk-file", "sk-env-1", "sk-env-2"]) {
+        const response = await postJson(`${edge.baseURL}/chat/completions`, request, { authorization: `Bearer ${key}` })
+        expect(response.status, key).toBe(200)
+        await response.text()
+      }
+    } finally {
+      await edge.stop()
+    }
+  })
+})
+
+/** The README's curl examples, each run against the config it is shown with (the quick start's: none, i.e. the default). */
+describe("README curl examples", () => {
+  const readme = readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8")
+  const ownModels = readme.indexOf("## Your own models")
+  const nextSection = readme.indexOf("\n## ", ownModels + 1)
+  const blocks = (text: string, lang: string): Array<string> =>
+    Array.from(text.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g")), (m) => m[1] ?? "")
+  const curls = (text: string) =>
+    blocks(text, "sh")
+      .filter((b) => b.includes("curl "))
+      .map((b) => {
+        const line = b.replace(/\\\n\s*/g, " ")
+        const url = /curl\s+(?:-N\s+)?(\S+)/.exec(line)?.[1] ?? ""
+        const headers = Object.fromEntries(
+          Array.from(line.matchAll(/-H\s+"([^":]+):\s*([^"]*)"/g), (m) => [(m[1] ?? "").toLowerCase(), m[2] ?? ""])
+        )
+        return { url, headers, body: /-d\s+'([^']*)'/.exec(line)?.[1] ?? "" }
+      })
+
+  const run = async (edge: EdgeProcess, curl: ReturnType<typeof curls>[number]) => {
+    const url = curl.url.replace(/^(http:\/\/)?localhost:8080/, edge.url)
+    const response = await fetch(url, { method: "POST", headers: curl.headers, body: curl.body })
+    expect(response.status, `${curl.url} ${JSON.stringify(curl.headers)}`).toBe(200)
+    expect(await response.text()).toMatch(/data: \[DONE\]\n\n$/)
+  }
+
+  it("the quick start's curl works against the default config (`npm start`, no API keys)", async () => {
+    const quick = curls(readme.slice(0, ownModels))
+    expect(quick.length).toBeGreaterThan(0)
+    const edge = await startEdge()
+    try {
+      for (const curl of quick) await run(edge, curl)
+    } finally {
+      await edge.stop()
+    }
+  })
+
+  it("the curl shown with the README's config (which sets apiKeys) passes its key and works against that config", async () => {
+    const section = readme.slice(ownModels, nextSection)
+    const config = JSON.parse(blocks(section, "json")[0] ?? "{}")
+    expect(config.server.apiKeys).toEqual(["sk-local-1"])
+    const shown = curls(section)
+    expect(shown.length, "a curl example in the README's config section").toBeGreaterThan(0)
+    const edge = await startEdge({ config })
+    try {
+      for (const curl of shown) {
+        expect(curl.headers["authorization"]).toBe("Bearer sk-local-1")
+        await run(edge, curl)
+        // And without its key, the same request is refused.
+        const refused = await fetch(curl.url.replace(/^(http:\/\/)?localhost:8080/, edge.url), { method: "POST", body: curl.body })
+        expect(refused.status).toBe(401)
+        await refused.text()
+      }
+    } finally {
+      await edge.stop()
+    }
   })
 })

@@ -123,6 +123,35 @@ describe("errors", () => {
       expect(e.message).toContain("temperature")
     })
 
+    it("a long offending value is not quoted back: the 400 names the field in at most 300 characters", async () => {
+      const long = "x".repeat(MAX_BODY - 1_000)
+      for (const body of [
+        { model: "echo", messages: [{ role: long, content: "hi" }] },
+        { model: "echo", temperature: long, messages: [{ role: "user", content: "hi" }] },
+        { model: { name: long }, messages: [{ role: "user", content: "hi" }] }
+      ]) {
+        const response = await postJson(chatUrl(), body)
+        expect(response.status).toBe(400)
+        const error = (await jsonOf(response)).error
+        expectErrorShape({ error }, "invalid_request_error")
+        expect(error.message.length, error.message.slice(0, 400)).toBeLessThanOrEqual(300)
+        expect(error.message).not.toContain("xxxxxxxxxx")
+        expect(error.message).toMatch(/^(messages\[0\]\.role|temperature|model): Expected/)
+        expect(error.param).toBe(error.message.split(":")[0])
+      }
+    })
+
+    it("a body of the wrong shape gets a short 400 saying what was expected, not a schema dump", async () => {
+      for (const [body, message] of [
+        [{ model: "echo", messages: { role: "user", content: "hi" } }, "messages: Expected array, actual object"],
+        [[{ model: "echo" }], "Expected object, actual array"]
+      ] as const) {
+        const response = await postJson(chatUrl(), body)
+        expect(response.status).toBe(400)
+        expect((await jsonOf(response)).error.message).toBe(message)
+      }
+    })
+
     it("an unknown model is a 404 invalid_request_error / model_not_found (non-stream and stream)", async () => {
       const e = await apiError(client.chat.completions.create({ model: "nope", messages: [{ role: "user", content: "hi" }] }))
       expect(e.status).toBe(404)

@@ -60,3 +60,35 @@ describe("/metrics after traffic", () => {
     }).pipe(Effect.provide(EdgeUnderTest))
   )
 })
+
+describe("/metrics cardinality", () => {
+  /** The number of `iop_http_responses_total` series in an exposition. */
+  const httpSeries = (text: string): number => text.split("\n").filter((l) => l.startsWith("iop_http_responses_total{")).length
+
+  it.scopedLive("requests to many distinct unknown paths add no series: they share one `unmatched` route label", () =>
+    Effect.gen(function* () {
+      const client = yield* HttpClient.HttpClient
+      const metricsText = client.execute(HttpClientRequest.get("/metrics")).pipe(Effect.flatMap((r) => r.text))
+      const probe = (path: string) => client.execute(HttpClientRequest.get(path)).pipe(Effect.flatMap((r) => r.text))
+      yield* probe("/warm-up")
+      yield* metricsText
+      const before = httpSeries(yield* metricsText)
+      yield* Effect.forEach(Array.from({ length: 300 }, (_, i) => i), (i) => probe(`/scan/${i}/admin.php?id=${i}`), {
+        concurrency: 16
+      })
+      yield* probe("/v1/models/echo")
+      const text = yield* metricsText
+      expect(httpSeries(text)).toBe(before)
+      expect(value(text, 'iop_http_responses_total{route="unmatched",status="404"}')).toBe(302)
+      expect(text).not.toContain("/scan/")
+      // Known routes keep their own label, spelled as the router matches them.
+      yield* probe("/v1/models?limit=5")
+      yield* probe("/V1/Models/")
+      yield* probe("/healthz")
+      const after = yield* metricsText
+      expect(value(after, 'iop_http_responses_total{route="/v1/models",status="200"}')).toBe(2)
+      expect(value(after, 'iop_http_responses_total{route="/healthz",status="200"}')).toBe(1)
+      expect(httpSeries(after)).toBe(before + 2)
+    }).pipe(Effect.provide(EdgeUnderTest))
+  )
+})

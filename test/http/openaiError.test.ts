@@ -25,6 +25,24 @@ describe("OpenAI error mapping", () => {
     expect(r.body.error).toMatchObject({ type, code, message: error.message })
   })
 
+  it("401 messages say what is wrong with the key; all stay authentication_error / invalid_api_key", () => {
+    const missing = toHttpError(new Unauthorized({ reason: "missing" }))
+    expect(missing.status).toBe(401)
+    expect(missing.body.error).toEqual({
+      message: "Missing API key: pass it as 'Authorization: Bearer <key>'",
+      type: "authentication_error",
+      param: null,
+      code: "invalid_api_key"
+    })
+    const incorrect = toHttpError(new Unauthorized({ reason: "incorrect" }))
+    expect(incorrect.status).toBe(401)
+    expect(incorrect.body.error).toMatchObject({ type: "authentication_error", code: "invalid_api_key" })
+    expect(incorrect.body.error.message).toMatch(/^Incorrect API key provided/)
+    expect(incorrect.body.error.message).not.toMatch(/missing/i)
+    // Not told which: a message true of both.
+    expect(toHttpError(new Unauthorized()).body.error.message).toMatch(/missing or incorrect/i)
+  })
+
   it("mid-stream errors: a timeout is a run_error `run timed out`", () => {
     expect(toSseError(new RunTimedOut({ idleMs: 1 }))).toEqual({ error: { type: "run_error", message: "run timed out" } })
     expect(toSseError(new RunFailed({ reason: "node disconnected" }))).toEqual({

@@ -55,6 +55,16 @@ describe("API keys and limits", () => {
     expect(makeKeyCheck([Redacted.make("a")])("bearer a")._tag).toBe("Granted")
   })
 
+  it("a denial says whether the key was missing (no bearer key at all) or incorrect (a key that matches none)", () => {
+    const check = makeKeyCheck(config.server.apiKeys)
+    for (const authorization of [undefined, "", "   ", "Bearer", "Bearer ", "Basic sk-open", "sk-open"]) {
+      expect(check(authorization), String(authorization)).toEqual({ _tag: "Denied", reason: "missing" })
+    }
+    for (const authorization of ["Bearer sk-nope", "Bearer sk-ope", "bearer sk-open2", "Bearer  sk-small x"]) {
+      expect(check(authorization), authorization).toEqual({ _tag: "Denied", reason: "incorrect" })
+    }
+  })
+
   it("key files and lists", () => {
     expect(parseKeyFile("# keys\nsk-1\n\n  sk-2  \n")).toEqual(["sk-1", "sk-2"])
     expect(parseKeyList("sk-1, sk-2,,")).toEqual(["sk-1", "sk-2"])
