@@ -1,8 +1,10 @@
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as ChatRun from "./chat/ChatRun.js"
 import { type ApiKeySourceError, ApiKeysLive } from "./config/apiKeys.js"
@@ -104,6 +106,10 @@ export const serverLayer = (
   config: EdgeConfig.EdgeConfigShape
 ): Layer.Layer<never, HttpServerError.ServeError | BusConnectFailed | ApiKeySourceError> =>
   EdgeHttpLive.pipe(
+    // Nothing exports spans from the edge process: recording them would cost per request for nobody.
+    // (A host app that mounts the layers keeps its own tracer.)
+    HttpMiddleware.withTracerDisabledWhen(() => true),
+    (layer) => Layer.locally(layer, FiberRef.currentTracerEnabled, false),
     Layer.provide(NodeServerLive),
     Layer.provide(NodeHttpClient.dispatcherLayer),
     Layer.provide(ResolvedConfigLive),
