@@ -1,34 +1,42 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import type { Msg } from "@nats-io/transport-node"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { ModelConfig } from "../../../src/config/EdgeConfig.js"
 import * as Node from "../../../src/node/Node.js"
+import type { Provider } from "../../../src/providers/Provider.js"
+import { NodeDisconnected, type RunError } from "../../../src/run/errors.js"
 import * as NodeRegistry from "../../../src/run/NodeRegistry.js"
-import { NodeId } from "../../../src/run/RunEvent.js"
+import * as RunEvent from "../../../src/run/RunEvent.js"
+import { NodeId, type RunId } from "../../../src/run/RunEvent.js"
 import * as RunService from "../../../src/run/RunService.js"
+import type { RunSink } from "../../../src/run/RunSink.js"
 import type { SubmitRunRequest } from "../../../src/run/SubmitRunRequest.js"
 import * as EdgeTransport from "../../../src/run/transport/nats/EdgeTransport.js"
 import * as NatsBus from "../../../src/run/transport/nats/NatsBus.js"
 import * as NodeServer from "../../../src/run/transport/nats/NodeServer.js"
+import * as P from "../../../src/run/transport/nats/protocol.js"
 
 export const NODE_TIMEOUT_MS = 600
 
 let prefixes = 0
 /** A bus config with its own subject prefix, so tests sharing one server do not hear each other. */
-export const busConfig = (url: string): NatsBus.BusConfig =>
+export const busConfig = (url: string, options: { readonly nodeTimeoutMs?: number } = {}): NatsBus.BusConfig =>
   Schema.decodeUnknownSync(NatsBus.BusConfig)({
     nats: { servers: [url], subjectPrefix: `t${process.pid}.p${++prefixes}` },
-    nodeTimeoutMs: NODE_TIMEOUT_MS
+    nodeTimeoutMs: options.nodeTimeoutMs ?? NODE_TIMEOUT_MS
   })
 
 const tuning: NatsBus.ClientTuning = { reconnectTimeWaitMs: 100 }
 
-export const echoModel = (tokenDelayMs: number): ModelConfig =>
-  Schema.decodeUnknownSync(ModelConfig)({ id: "echo", provider: { type: "echo", tokenDelayMs } })
+export const echoModel = (tokenDelayMs: number, id = "echo"): ModelConfig =>
+  Schema.decodeUnknownSync(ModelConfig)({ id, provider: { type: "echo", tokenDelayMs } })
 
 export const request = (text: string, model = "echo"): SubmitRunRequest => ({
   model,
@@ -40,6 +48,60 @@ export const request = (text: string, model = "echo"): SubmitRunRequest => ({
 
 export const LONG_TEXT = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ")
 
+let runs = 0
+export const newRunId = (): RunId => RunEvent.RunId.make(`run_t${++runs}`)
+
+export type Outcome = "end" | RunError
+
+/**
+ * A run's sink as the run plane would hold it, recording each batch as it
+ * came. Waiting is by event (a deferred per waiter), never by sleeping.
+ */
+export class Recorder implements RunSink {
+  readonly batches: Array<ReadonlyArray<RunEvent.RunEvent>> = []
+  private readonly outcome = Deferred.unsafeMake<Outcome>(FiberId.none)
+  private readonly waiters: Array<{ readonly n: number; readonly ready: Deferred.Deferred<void> }> = []
+  private ended = false
+
+  readonly emit = (events: ReadonlyArray<RunEvent.RunEvent>): boolean => {
+    if (this.ended) return true
+    this.batches.push([...events])
+    this.wake()
+    return true
+  }
+  readonly end = (): void => this.finish("end")
+  readonly fail = (error: RunError): void => this.finish(error)
+  readonly onReady = (): void => {}
+
+  get events(): ReadonlyArray<RunEvent.RunEvent> {
+    return this.batches.flat()
+  }
+
+  /** How the run ended: `end()` or the error given to `fail`. */
+  readonly done: Effect.Effect<Outcome> = Effect.suspend(() => Deferred.await(this.outcome))
+
+  /** Waits until at least `n` events arrived. */
+  readonly received = (n: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (this.events.length >= n) return Effect.void
+      const ready = Deferred.unsafeMake<void>(FiberId.none)
+      this.waiters.push({ n, ready })
+      return Deferred.await(ready)
+    })
+
+  private finish(outcome: Outcome) {
+    if (this.ended) return
+    this.ended = true
+    Deferred.unsafeDone(this.outcome, Exit.succeed(outcome))
+    for (const w of this.waiters) Deferred.unsafeDone(w.ready, Exit.void)
+  }
+
+  private wake() {
+    const count = this.events.length
+    for (const w of this.waiters) if (count >= w.n) Deferred.unsafeDone(w.ready, Exit.void)
+  }
+}
+
 /** One edge: its own bus connection, registry, run service and discovery (as a separate process would have). */
 export const makeEdge = (bus: NatsBus.BusConfig, edgeId: string) =>
   Effect.gen(function* () {
@@ -50,35 +112,105 @@ export const makeEdge = (bus: NatsBus.BusConfig, edgeId: string) =>
       Effect.provideService(NatsBus.NatsConnection, conn),
       Effect.provideService(NodeRegistry.NodeRegistry, registry)
     )
-    return { conn, registry, runs, discovery }
+    return { edgeId, conn, registry, runs, discovery }
   })
 
-/** One node serving an echo model, in its own scope: close `scope` to shut it down gracefully. */
+export type Edge = Effect.Effect.Success<ReturnType<typeof makeEdge>>
+
+/**
+ * Starts a run the way the run plane does: a slot on the least busy node,
+ * node loss failing the sink, everything held by the caller's scope
+ * (closing it cancels the run).
+ */
+export const startRun = (edge: Edge, req: SubmitRunRequest, runId: RunId = newRunId()) =>
+  Effect.gen(function* () {
+    const lease = yield* edge.registry.acquire(req.model)
+    const sink = new Recorder()
+    lease.onGone(() => sink.fail(new NodeDisconnected({ nodeId: lease.node.id })))
+    yield* lease.node.start(runId, req, sink)
+    return { nodeId: lease.node.id, runId, sink }
+  })
+
+/** A run on `node` in this process (no bus), to its end. */
+export const runLocally = (node: Node.Node, req: SubmitRunRequest) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const sink = new Recorder()
+      yield* node.execute(newRunId(), req, sink)
+      yield* sink.done
+      return sink
+    })
+  )
+
+/** A node made of hand-written providers, by model id (the announced configs are echo ones of the same ids). */
+export const nodeOf = (id: string, providers: Readonly<Record<string, Provider>>, maxConcurrentRuns = 4): Node.Node => {
+  let active = 0
+  return {
+    id: NodeId.make(id),
+    models: Object.keys(providers),
+    maxConcurrentRuns,
+    execute: (_runId, req, sink) => {
+      const provider = providers[req.model]
+      if (provider === undefined) return Effect.sync(() => void sink.emit([RunEvent.failed("no such model")]))
+      return Effect.acquireRelease(Effect.sync(() => (active += 1)), () => Effect.sync(() => (active -= 1))).pipe(
+        Effect.zipRight(provider.start(req, sink))
+      )
+    },
+    activeRuns: Effect.sync(() => active)
+  }
+}
+
+/** Serves `node` over the bus in a scope of its own: close `scope` to shut it down gracefully. */
+export const serveNode = (
+  bus: NatsBus.BusConfig,
+  node: Node.Node,
+  options: { readonly models?: ReadonlyArray<ModelConfig>; readonly drainTimeoutMs?: number } = {}
+) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+    const conn = yield* NatsBus.make(bus, { ...tuning, name: node.id }).pipe(Scope.extend(scope))
+    yield* NodeServer.serve(node, {
+      bus,
+      nodeId: node.id,
+      models: options.models ?? node.models.map((m) => echoModel(0, m)),
+      ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})
+    }).pipe(Effect.provideService(NatsBus.NatsConnection, conn), Scope.extend(scope))
+    return { node, conn, scope }
+  })
+
+/** One node serving an echo model (built by `Node.make`, as `iop node` does), in its own scope. */
 export const makeNode = (
   bus: NatsBus.BusConfig,
   id: string,
   options: { readonly maxConcurrentRuns?: number; readonly tokenDelayMs?: number; readonly drainTimeoutMs?: number } = {}
 ) =>
   Effect.gen(function* () {
-    const scope = yield* Scope.make()
-    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
     const model = echoModel(options.tokenDelayMs ?? 0)
-    const nodeId = NodeId.make(id)
-    const conn = yield* NatsBus.make(bus, { ...tuning, name: id }).pipe(Scope.extend(scope))
-    const node = yield* Node.make({ id: nodeId, models: [model], maxConcurrentRuns: options.maxConcurrentRuns ?? 4 }).pipe(
-      Effect.provide(NodeHttpClient.layerUndici)
-    )
-    yield* NodeServer.serve(node, {
-      bus,
-      nodeId,
+    const node = yield* Node.make({ id: NodeId.make(id), models: [model], maxConcurrentRuns: options.maxConcurrentRuns ?? 4 })
+      .pipe(Effect.provide(NodeHttpClient.dispatcherLayer))
+    return yield* serveNode(bus, node, {
       models: [model],
       ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})
-    }).pipe(Effect.provideService(NatsBus.NatsConnection, conn), Scope.extend(scope))
-    return { node, conn, scope }
+    })
   })
 
-/** Polls `check` until `until` holds (fails the test after `ms`). */
-export const waitFor = <A>(check: Effect.Effect<A>, until: (a: A) => boolean, ms = 5000) =>
+/** Records the run-events messages an edge receives, as they are on the wire. */
+export const spyEvents = (conn: NatsBus.NatsConnection.Service, edgeId: string) =>
+  Effect.gen(function* () {
+    const messages: Array<{ readonly bytes: number; readonly batch: ReadonlyArray<RunEvent.RunEvent> }> = []
+    const subject = P.subjects(conn.subjectPrefix).events(edgeId, "*")
+    yield* conn.subscribeCallback(subject, (msg: Msg) => {
+      const decoded = P.decode.runEvents(msg.data)
+      messages.push({ bytes: msg.data.length, batch: decoded._tag === "Ok" ? decoded.value.events : [] })
+    }, () => {}).pipe(Effect.orDie)
+    // The server has the interest before anything is published.
+    yield* conn.flush.pipe(Effect.orDie)
+    return messages
+  })
+
+/** Polls `check` until `until` holds; `ms` only turns a hang into a clear failure (generous by default). */
+export const waitFor = <A>(check: Effect.Effect<A>, until: (a: A) => boolean, ms = 20_000) =>
   check.pipe(
     Effect.repeat({ schedule: Schedule.spaced(Duration.millis(20)), until }),
     Effect.timeoutFail({ duration: Duration.millis(ms), onTimeout: () => new Error(`condition not met within ${ms} ms`) }),
@@ -87,3 +219,6 @@ export const waitFor = <A>(check: Effect.Effect<A>, until: (a: A) => boolean, ms
 
 export const nodesOf = (edge: { readonly registry: NodeRegistry.NodeRegistry.Service }) =>
   edge.registry.nodes.pipe(Effect.map((ns) => ns.map((n) => n.id).sort()))
+
+export const deltaText = (events: ReadonlyArray<RunEvent.RunEvent>, tag: "Delta" | "ReasoningDelta" = "Delta") =>
+  events.map((e) => (e._tag === tag ? e.text : "")).join("")

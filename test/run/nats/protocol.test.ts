@@ -24,7 +24,7 @@ const upstream = Schema.decodeUnknownSync(ModelConfig)({
 describe("protocol", () => {
   it("every message survives encode/decode unchanged", () => {
     const announce: P.NodeAnnounce = {
-      v: 1,
+      v: P.PROTOCOL_VERSION,
       nodeId: NodeId.make("gpu-1"),
       instanceId: "i1",
       models: [echoModel(5), P.publicModel(upstream)],
@@ -37,7 +37,7 @@ describe("protocol", () => {
     expect(roundTrip(P.encode.announce, P.decode.announce, unlimited)).toEqual({ _tag: "Ok", value: unlimited })
 
     const start: P.RunStart = {
-      v: 1,
+      v: P.PROTOCOL_VERSION,
       runId,
       edgeId: "e1",
       request: { ...request("hi"), tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] },
@@ -57,41 +57,55 @@ describe("protocol", () => {
       RunEvent.failed("boom"),
       RunEvent.cancelled("bye")
     ]
-    events.forEach((event, seq) => {
-      const msg: P.RunEventMsg = { v: 1, runId, seq, event }
-      expect(roundTrip(P.encode.runEvent, P.decode.runEvent, msg)).toEqual({ _tag: "Ok", value: msg })
+    const batches = [events, [], events.slice(0, 1)]
+    batches.forEach((batch, seq) => {
+      const msg: P.RunEventsMsg = { v: P.PROTOCOL_VERSION, runId, seq, events: batch }
+      expect(roundTrip(P.encode.runEvents, P.decode.runEvents, msg)).toEqual({ _tag: "Ok", value: msg })
     })
-    const replies: ReadonlyArray<P.RunReply> = [{ _tag: "RunAccepted", v: 1 }, { _tag: "RunRefused", v: 1, reason: "at capacity" }]
+    const replies: ReadonlyArray<P.RunReply> = [
+      { _tag: "RunAccepted", v: P.PROTOCOL_VERSION },
+      { _tag: "RunRefused", v: P.PROTOCOL_VERSION, reason: "at capacity" }
+    ]
     for (const r of replies) expect(roundTrip(P.encode.runReply, P.decode.runReply, r)).toEqual({ _tag: "Ok", value: r })
-    const cancel: P.RunCancel = { v: 1, runId, reason: "client gone" }
+    const cancel: P.RunCancel = { v: P.PROTOCOL_VERSION, runId, reason: "client gone" }
     expect(roundTrip(P.encode.runCancel, P.decode.runCancel, cancel)).toEqual({ _tag: "Ok", value: cancel })
-    const beat: P.EdgeHeartbeat = { v: 1, edgeId: "e1" }
+    const beat: P.EdgeHeartbeat = { v: P.PROTOCOL_VERSION, edgeId: "e1" }
     expect(roundTrip(P.encode.edgeHeartbeat, P.decode.edgeHeartbeat, beat)).toEqual({ _tag: "Ok", value: beat })
-    const leave: P.NodeLeave = { v: 1, nodeId: NodeId.make("gpu-1"), instanceId: "i1" }
+    const leave: P.NodeLeave = { v: P.PROTOCOL_VERSION, nodeId: NodeId.make("gpu-1"), instanceId: "i1" }
     expect(roundTrip(P.encode.leave, P.decode.leave, leave)).toEqual({ _tag: "Ok", value: leave })
   })
 
   it("another protocol version is rejected whole, not half-read", () => {
-    const msg = { runId: "r", seq: 0, event: { _tag: "Delta", text: "x" } }
-    expect(P.decode.runEvent(bytes({ ...msg, v: 2 }))).toEqual({ _tag: "UnsupportedVersion", version: 2 })
-    expect(P.decode.runEvent(bytes(msg))).toEqual({ _tag: "UnsupportedVersion", version: undefined })
-    expect(P.decode.runEvent(bytes({ ...msg, v: "1" }))._tag).toBe("UnsupportedVersion")
-    expect(P.decode.runEvent(bytes({ ...msg, v: 1 }))._tag).toBe("Ok")
+    const msg = { runId: "r", seq: 0, events: [{ _tag: "Delta", text: "x" }] }
+    expect(P.PROTOCOL_VERSION).toBe(2)
+    expect(P.decode.runEvents(bytes({ ...msg, v: 3 }))).toEqual({ _tag: "UnsupportedVersion", version: 3 })
+    expect(P.decode.runEvents(bytes(msg))).toEqual({ _tag: "UnsupportedVersion", version: undefined })
+    expect(P.decode.runEvents(bytes({ ...msg, v: "2" }))._tag).toBe("UnsupportedVersion")
+    expect(P.decode.runEvents(bytes({ ...msg, v: 2 }))._tag).toBe("Ok")
+    // A version 1 node's one-event message, and a version 1 edge's RunStart, are refused as such.
+    const v1 = P.decode.runEvents(bytes({ v: 1, runId: "r", seq: 0, event: { _tag: "Delta", text: "x" } }))
+    expect(v1).toEqual({ _tag: "UnsupportedVersion", version: 1 })
+    expect(v1._tag !== "Ok" && P.describeRejection(v1)).toBe("unsupported protocol version 1")
+    const start = P.decode.runStart(bytes({ v: 1, runId: "r", edgeId: "e", request: request("hi"), eventsSubject: "s" }))
+    expect(start._tag !== "Ok" && P.describeRejection(start)).toBe("unsupported protocol version 1")
   })
 
   it("a message failing its schema is Invalid and names the field", () => {
-    const bad = P.decode.runEvent(bytes({ v: 1, runId: "r", seq: -1, event: { _tag: "Delta", text: "x" } }))
+    const v = P.PROTOCOL_VERSION
+    const bad = P.decode.runEvents(bytes({ v, runId: "r", seq: -1, events: [{ _tag: "Delta", text: "x" }] }))
     expect(bad._tag).toBe("Invalid")
     expect(bad._tag === "Invalid" && bad.message).toMatch(/^seq/)
-    const badEvent = P.decode.runEvent(bytes({ v: 1, runId: "r", seq: 0, event: { _tag: "Nope" } }))
+    const badEvent = P.decode.runEvents(bytes({ v, runId: "r", seq: 0, events: [{ _tag: "Delta", text: "x" }, { _tag: "Nope" }] }))
     expect(badEvent._tag).toBe("Invalid")
-    expect(P.decode.runEvent(new TextEncoder().encode("{not json"))._tag).toBe("Invalid")
-    expect(P.decode.runEvent(new Uint8Array([0xff, 0xfe]))._tag).toBe("Invalid")
+    expect(badEvent._tag === "Invalid" && badEvent.message).toMatch(/^events\[1\]/)
+    expect(P.decode.runEvents(bytes({ v, runId: "r", seq: 0, event: { _tag: "Delta", text: "x" } }))._tag).toBe("Invalid")
+    expect(P.decode.runEvents(new TextEncoder().encode("{not json"))._tag).toBe("Invalid")
+    expect(P.decode.runEvents(new Uint8Array([0xff, 0xfe]))._tag).toBe("Invalid")
   })
 
   it("announced models carry no upstream secrets", () => {
     const announce = P.encode.announce({
-      v: 1,
+      v: P.PROTOCOL_VERSION,
       nodeId: NodeId.make("n"),
       instanceId: "i",
       models: [P.publicModel(upstream)],
@@ -143,5 +157,71 @@ describe("sequence check", () => {
   it.prop("only the exact sequence 0..n-1 is accepted whole", [FastCheck.array(FastCheck.nat(6), { maxLength: 8 })], ([seqs]) => {
     const allOk = run(seqs).every((r) => r === "Ok") && run(seqs).length === seqs.length
     expect(allOk).toBe(seqs.every((s, i) => s === i))
+  })
+})
+
+describe("fitting a batch into messages", () => {
+  const utf8 = (s: string) => Buffer.byteLength(s, "utf8")
+  const envelope = (events: ReadonlyArray<RunEvent.RunEvent>) =>
+    Either.getOrThrow(P.encode.runEvents({ v: P.PROTOCOL_VERSION, runId, seq: 123_456_789, events }))
+  // Characters whose JSON costs differ: plain, escaped, control, 2- and 3-byte UTF-8, a pair, lone halves.
+  const units = ["a", " ", "\"", "\\", "\n", "\u0001", "\u007f", "é", "€", "\u2028", "😀", "\ud800", "\udc00"]
+  const text = FastCheck.array(FastCheck.constantFrom(...units), { maxLength: 400 }).map((cs) => cs.join(""))
+
+  it.prop("splitText: the pieces join to the text, fit, and never cut a surrogate pair", [text, FastCheck.integer({ min: 1, max: 64 })], ([s, max]) => {
+    const pieces = P.splitText(s, max)
+    expect(pieces.join("")).toBe(s)
+    let at = 0
+    for (const piece of pieces) {
+      const body = utf8(JSON.stringify(piece)) - 2
+      // A piece is over only when it is one character that alone is over.
+      if (body > max) expect([...piece]).toHaveLength(1)
+      at += piece.length
+      const before = s.charCodeAt(at - 1)
+      const after = s.charCodeAt(at)
+      const cutsPair = before >= 0xd800 && before <= 0xdbff && after >= 0xdc00 && after <= 0xdfff
+      expect(at < s.length && cutsPair).toBe(false)
+    }
+    if (s.length > 0) for (const piece of pieces) expect(piece.length).toBeGreaterThan(0)
+  })
+
+  const event = FastCheck.oneof(
+    text.map(RunEvent.delta),
+    text.map(RunEvent.reasoningDelta),
+    text.map(RunEvent.failed),
+    FastCheck.constant(RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} }))
+  )
+
+  it.prop("fitBatch: every message fits, and the text arrives whole and in order", [FastCheck.array(event, { maxLength: 12 }), FastCheck.integer({ min: 600, max: 4000 })], ([events, maxPayload]) => {
+    const messages = P.fitBatch(runId, events, maxPayload)
+    for (const m of messages) expect(envelope(m).length).toBeLessThanOrEqual(maxPayload)
+    const out = messages.flat()
+    const same = (a: ReadonlyArray<RunEvent.RunEvent>, b: ReadonlyArray<RunEvent.RunEvent>, tag: "Delta" | "ReasoningDelta") =>
+      expect(a.map((e) => (e._tag === tag ? e.text : "")).join("")).toBe(b.map((e) => (e._tag === tag ? e.text : "")).join(""))
+    same(out, events, "Delta")
+    same(out, events, "ReasoningDelta")
+    // Text split into several events of its kind: the kinds, runs collapsed, are the same.
+    const kinds = (es: ReadonlyArray<RunEvent.RunEvent>) =>
+      es.map((e) => e._tag).filter((t, i, all) => i === 0 || t !== all[i - 1] || t === "Failed" || t === "Complete")
+    expect(kinds(out)).toEqual(kinds(events))
+    // A batch that fits is one message, as it came.
+    if (utf8(JSON.stringify(events)) - 2 <= P.eventRoom(runId, maxPayload)) expect(messages).toEqual(events.length === 0 ? [] : [events])
+  })
+
+  it("a Complete too big for one message becomes a Failed that says why; a long error message is shortened", () => {
+    const huge = RunEvent.complete({
+      finishReason: "tool_calls",
+      toolCalls: [{ id: "c1", name: "write", arguments: JSON.stringify({ content: "x".repeat(5000) }) }],
+      metadata: {}
+    })
+    const [first, ...rest] = P.fitBatch(runId, [RunEvent.delta("hi"), huge], 2048)
+    expect(rest).toEqual([])
+    expect(first?.[0]).toEqual(RunEvent.delta("hi"))
+    const failed = first?.[1]
+    expect(failed?._tag).toBe("Failed")
+    expect(failed?._tag === "Failed" && failed.message).toMatch(/^the run's result \(\d+ bytes, tool-call arguments included\) is larger than the message bus carries in one message \(NATS max_payload 2048 bytes\)$/)
+    const [[long] = []] = P.fitBatch(runId, [RunEvent.failed("e".repeat(10_000))], 2048)
+    expect(long?._tag === "Failed" && long.message).toMatch(/^e+ \(truncated\)$/)
+    expect(envelope([long ?? RunEvent.failed("")]).length).toBeLessThanOrEqual(2048)
   })
 })

@@ -8,7 +8,6 @@ import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -19,6 +18,7 @@ import { NodeUnavailable } from "../../errors.js"
 import { type NodeConnection, NodeRegistry } from "../../NodeRegistry.js"
 import * as RunEvent from "../../RunEvent.js"
 import type { NodeId, RunId } from "../../RunEvent.js"
+import type { RunSink } from "../../RunSink.js"
 import type { SubmitRunRequest } from "../../SubmitRunRequest.js"
 import type { BusConfig } from "./BusConfig.js"
 import type { BusConnectFailed } from "./NatsBus.js"
@@ -35,86 +35,100 @@ export interface RemoteNode {
   readonly replyTimeoutMs: number
 }
 
-/** An event of the run, and whether the node sent it (the edge also ends runs it cannot trust). */
-interface Received {
-  readonly event: RunEvent.RunEvent
-  readonly fromNode: boolean
-}
-
-const local = (message: string): Received => ({ event: RunEvent.failed(message), fromNode: false })
-
-const receive = (nodeId: NodeId, runId: RunId) => (state: P.SeqState, msg: Msg): readonly [P.SeqState, Received] => {
-  const decoded = P.decode.runEvent(msg.data)
-  if (decoded._tag !== "Ok") {
-    return [state, local(`node ${nodeId} sent an unreadable event: ${P.describeRejection(decoded)}`)]
-  }
-  if (decoded.value.runId !== runId) return [state, local(`node ${nodeId} sent an event of another run`)]
-  const next = P.accept(state, decoded.value.seq)
-  if (next._tag !== "Ok") return [state, local(P.describeSeqError(next))]
-  return [next.state, { event: decoded.value.event, fromNode: true }]
-}
-
 /**
- * Starts a run on a node and streams its events. Subscribes to the run's
- * events subject before asking, so no event can be missed; a refusal or no
- * reply fails with NodeUnavailable. Events are sequence-checked: a lost or
- * repeated event ends the run with Failed instead of emitting wrong text.
- * Leaving early (interruption, a broken stream, a late accept after a
+ * Starts a run on a node, its events into `sink`. Subscribes to the run's
+ * events subject (a callback: no queue, no fiber) before asking, so nothing
+ * can be missed; a refusal, no reply or a request too big for the bus fails
+ * with NodeUnavailable. Each message is decoded once and sequence-checked,
+ * and its batch goes into the sink as it came; an unreadable message, another
+ * run's, or a lost or repeated one ends the run with Failed instead of
+ * emitting wrong text. Closing the scope before the node sent a terminal
+ * event (the caller left, the run was not trusted, a late accept after a
  * timeout) sends RunCancel, which aborts the node's upstream request.
  */
 export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) =>
-(runId: RunId, request: SubmitRunRequest): Stream.Stream<RunEvent.RunEvent, NodeUnavailable> =>
-  Stream.unwrapScoped(
-    Effect.gen(function* () {
-      const S = P.subjects(bus.subjectPrefix)
-      const unavailable = (reason: string) => new NodeUnavailable({ nodeId: remote.nodeId, reason })
-      const eventsSubject = S.events(remote.edgeId, runId)
-      const messages = yield* bus.subscribe(eventsSubject).pipe(Effect.mapError((e) => unavailable(e.message)))
-      // "done": the node finished the run or never took it; nothing to cancel then.
-      const done = yield* Ref.make(false)
-      yield* Effect.addFinalizer((exit) =>
-        Ref.get(done).pipe(
-          Effect.flatMap((finished) =>
-            finished ? Effect.void : bus.publishEncoded(S.cancel(remote.nodeId), P.encode.runCancel, {
-              v: 1,
-              runId,
-              reason: Exit.isInterrupted(exit) ? "cancelled by the edge" : "the edge stopped reading the run"
-            })
-          ),
-          Effect.ignore
+(runId: RunId, request: SubmitRunRequest, sink: RunSink): Effect.Effect<void, NodeUnavailable, Scope.Scope> =>
+  Effect.gen(function* () {
+    const S = P.subjects(bus.subjectPrefix)
+    const unavailable = (reason: string) => new NodeUnavailable({ nodeId: remote.nodeId, reason })
+    const eventsSubject = S.events(remote.edgeId, runId)
+    const start = P.encode.runStart({ v: P.PROTOCOL_VERSION, runId, edgeId: remote.edgeId, request, eventsSubject })
+    if (Either.isLeft(start)) return yield* Effect.fail(unavailable(`cannot encode the run: ${start.left}`))
+    const maxPayload = bus.maxPayload()
+    if (start.right.length > maxPayload) {
+      return yield* Effect.fail(
+        unavailable(
+          `the run's request is ${start.right.length} bytes, more than the message bus carries ` +
+            `(NATS max_payload ${maxPayload} bytes)`
         )
       )
-      const start = P.encode.runStart({ v: 1, runId, edgeId: remote.edgeId, request, eventsSubject })
-      if (Either.isLeft(start)) {
-        yield* Ref.set(done, true)
-        return yield* Effect.fail(unavailable(`cannot encode the run: ${start.left}`))
+    }
+
+    // Plain state: every callback below runs synchronously on the client's callback.
+    let seq = P.initial()
+    // The node finished the run (sent a terminal event) or never took it: nothing to cancel then.
+    let nodeDone = false
+    // The sink has its terminal event: later messages are dropped.
+    let closed = false
+    const endWith = (message: string) => {
+      if (closed) return
+      closed = true
+      sink.emit([RunEvent.failed(message)])
+      sink.end()
+    }
+    const onMessage = (msg: Msg) => {
+      if (closed) return
+      const decoded = P.decode.runEvents(msg.data)
+      if (decoded._tag !== "Ok") {
+        return endWith(`node ${remote.nodeId} sent an unreadable event: ${P.describeRejection(decoded)}`)
       }
-      const reply = yield* bus.request(S.run(remote.nodeId), start.right, remote.replyTimeoutMs).pipe(
-        Effect.mapError((e) =>
-          unavailable(
-            e.reason === "timeout"
-              ? `no reply within ${remote.replyTimeoutMs} ms`
-              : e.reason === "no responders"
-              ? "not listening"
-              : e.detail
-          )
+      if (decoded.value.runId !== runId) return endWith(`node ${remote.nodeId} sent an event of another run`)
+      const next = P.accept(seq, decoded.value.seq)
+      if (next._tag !== "Ok") return endWith(P.describeSeqError(next))
+      seq = next.state
+      const events = decoded.value.events
+      const terminal = events.findIndex(RunEvent.isTerminal)
+      if (terminal === -1) {
+        if (events.length > 0) sink.emit(events)
+        return
+      }
+      nodeDone = true
+      closed = true
+      sink.emit(terminal === events.length - 1 ? events : events.slice(0, terminal + 1))
+      sink.end()
+    }
+    yield* bus.subscribeCallback(
+      eventsSubject,
+      onMessage,
+      (e) => endWith(`lost the run's event subscription: ${e.message}`)
+    ).pipe(Effect.mapError((e) => unavailable(e.message)))
+    yield* Effect.addFinalizer((exit) =>
+      nodeDone
+        ? Effect.void
+        : bus.publishEncoded(S.cancel(remote.nodeId), P.encode.runCancel, {
+          v: P.PROTOCOL_VERSION,
+          runId,
+          reason: Exit.isInterrupted(exit) ? "cancelled by the edge" : "the edge stopped reading the run"
+        }).pipe(Effect.ignore)
+    )
+    const reply = yield* bus.request(S.run(remote.nodeId), start.right, remote.replyTimeoutMs).pipe(
+      Effect.mapError((e) =>
+        unavailable(
+          e.reason === "timeout"
+            ? `no reply within ${remote.replyTimeoutMs} ms`
+            : e.reason === "no responders"
+            ? "not listening"
+            : e.detail
         )
       )
-      const decoded = P.decode.runReply(reply.data)
-      if (decoded._tag !== "Ok") return yield* Effect.fail(unavailable(`bad reply: ${P.describeRejection(decoded)}`))
-      if (decoded.value._tag === "RunRefused") {
-        yield* Ref.set(done, true)
-        return yield* Effect.fail(unavailable(decoded.value.reason))
-      }
-      return messages.pipe(
-        Stream.mapAccum(P.initial(), receive(remote.nodeId, runId)),
-        Stream.catchAll((e) => Stream.succeed(local(`lost the run's event subscription: ${e.message}`))),
-        Stream.takeUntil((r) => RunEvent.isTerminal(r.event)),
-        Stream.tap((r) => (r.fromNode && RunEvent.isTerminal(r.event) ? Ref.set(done, true) : Effect.void)),
-        Stream.map((r) => r.event)
-      )
-    })
-  )
+    )
+    const decoded = P.decode.runReply(reply.data)
+    if (decoded._tag !== "Ok") return yield* Effect.fail(unavailable(`bad reply: ${P.describeRejection(decoded)}`))
+    if (decoded.value._tag === "RunRefused") {
+      nodeDone = true
+      return yield* Effect.fail(unavailable(decoded.value.reason))
+    }
+  })
 
 // ---------------------------------------------------------------------------
 // Discovery
@@ -232,11 +246,19 @@ export const discover = (
       })
     )
 
+    // Nodes of another protocol version never join: said once per version, so a mixed fleet is easy to spot.
+    const versionsSeen = new Set<string>()
     const handle = <A>(decode: (bytes: Uint8Array) => P.Decoded<A>, f: (a: A) => Effect.Effect<void>) => (msg: Msg) => {
       const decoded = decode(msg.data)
-      return decoded._tag === "Ok"
-        ? f(decoded.value)
-        : Effect.logDebug("ignored a bus message", P.describeRejection(decoded))
+      if (decoded._tag === "Ok") return f(decoded.value)
+      const version = JSON.stringify(decoded._tag === "UnsupportedVersion" ? decoded.version : undefined) ?? "none"
+      if (decoded._tag === "UnsupportedVersion" && !versionsSeen.has(version)) {
+        versionsSeen.add(version)
+        return Effect.logWarning(
+          `ignoring nodes of protocol version ${version}: this edge speaks version ${P.PROTOCOL_VERSION}`
+        )
+      }
+      return Effect.logDebug("ignored a bus message", P.describeRejection(decoded))
     }
 
     const announcements = yield* bus.subscribe(S.announce).pipe(Effect.orDie)
@@ -252,7 +274,8 @@ export const discover = (
       Effect.forkScoped
     )
 
-    const heartbeat = bus.publishEncoded(S.edgeHeartbeat, P.encode.edgeHeartbeat, { v: 1, edgeId }).pipe(
+    const beat: P.EdgeHeartbeat = { v: P.PROTOCOL_VERSION, edgeId }
+    const heartbeat = bus.publishEncoded(S.edgeHeartbeat, P.encode.edgeHeartbeat, beat).pipe(
       Effect.catchAll((e) => Effect.logDebug("cannot publish the edge heartbeat", e.message))
     )
     const every = (divisor: number) => Schedule.spaced(Duration.millis(Math.max(10, Math.floor(timeoutMs / divisor))))

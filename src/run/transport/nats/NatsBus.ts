@@ -63,6 +63,13 @@ export declare namespace NatsConnection {
     readonly client: Client
     readonly subjectPrefix: string
     readonly publish: (subject: string, data: Uint8Array) => Effect.Effect<void, BusError>
+    /**
+     * `publish` for callbacks: synchronous (the client buffers; nothing waits
+     * for a reader), the failure returned instead of raised.
+     */
+    readonly unsafePublish: (subject: string, data: Uint8Array) => BusError | undefined
+    /** The largest message the server takes, in bytes (its `max_payload`; 1 MiB until it said). */
+    readonly maxPayload: () => number
     /** Publishes a message encoded by `encode`; an encoding failure is a BusError like a failed publish. */
     readonly publishEncoded: <A>(
       subject: string,
@@ -75,6 +82,17 @@ export declare namespace NatsConnection {
      * Unsubscribes when the scope closes.
      */
     readonly subscribe: (subject: string) => Effect.Effect<Stream.Stream<Msg, BusError>, BusError, Scope.Scope>
+    /**
+     * Subscribes at once, like `subscribe`, but hands each message to
+     * `onMessage` from the client's own callback: no queue, no fiber. A
+     * subscription the server ends (permissions, …) calls `onError` once.
+     * Unsubscribes when the scope closes.
+     */
+    readonly subscribeCallback: (
+      subject: string,
+      onMessage: (msg: Msg) => void,
+      onError: (error: BusError) => void
+    ) => Effect.Effect<void, BusError, Scope.Scope>
     readonly request: (subject: string, data: Uint8Array, timeoutMs: number) => Effect.Effect<Msg, BusRequestFailed>
     readonly flush: Effect.Effect<void, BusError>
   }
@@ -83,6 +101,9 @@ export declare namespace NatsConnection {
 export class NatsConnection extends Context.Tag("@iop/edge/NatsConnection")<NatsConnection, NatsConnection.Service>() {}
 
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+/** nats-server's default `max_payload`. */
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024
 
 const connectOptions = (config: BusConfig, tuning: ClientTuning) =>
   Effect.gen(function* () {
@@ -170,11 +191,22 @@ export const make = (
       Effect.forkScoped
     )
 
+    const unsafePublish = (subject: string, data: Uint8Array): BusError | undefined => {
+      try {
+        client.publish(subject, data)
+        return undefined
+      } catch (e) {
+        return new BusError({ operation: "publish", subject, reason: reasonOf(e) })
+      }
+    }
+
     const publish = (subject: string, data: Uint8Array) =>
-      Effect.try({
-        try: () => client.publish(subject, data),
-        catch: (e) => new BusError({ operation: "publish", subject, reason: reasonOf(e) })
+      Effect.suspend(() => {
+        const error = unsafePublish(subject, data)
+        return error === undefined ? Effect.void : Effect.fail(error)
       })
+
+    const maxPayload = () => client.info?.max_payload ?? DEFAULT_MAX_PAYLOAD
 
     const publishEncoded = <A>(subject: string, encode: (value: A) => Either.Either<Uint8Array, string>, value: A) =>
       Either.match(encode(value), {
@@ -206,6 +238,40 @@ export const make = (
         return Mailbox.toStream(mailbox)
       })
 
+    const subscribeCallback = (
+      subject: string,
+      onMessage: (msg: Msg) => void,
+      onError: (error: BusError) => void
+    ) => {
+      const failed = (reason: string) => new BusError({ operation: "subscribe", subject, reason })
+      return Effect.acquireRelease(
+        Effect.try({
+          try: () => {
+            let ended = false
+            const end = (error: BusError) => {
+              if (ended) return
+              ended = true
+              onError(error)
+            }
+            return client.subscribe(subject, {
+              callback: (err, msg) => {
+                if (ended) return
+                if (err !== null) return end(failed(err.message))
+                // A throw here would unwind into the client's protocol parser and break the connection.
+                try {
+                  onMessage(msg)
+                } catch (e) {
+                  end(failed(`message handler failed: ${reasonOf(e)}`))
+                }
+              }
+            })
+          },
+          catch: (e) => failed(reasonOf(e))
+        }),
+        (sub) => Effect.try(() => sub.unsubscribe()).pipe(Effect.ignore)
+      ).pipe(Effect.asVoid)
+    }
+
     const request = (subject: string, data: Uint8Array, timeoutMs: number) =>
       Effect.tryPromise({
         try: () => client.request(subject, data, { timeout: timeoutMs }),
@@ -221,8 +287,11 @@ export const make = (
       client,
       subjectPrefix: config.nats.subjectPrefix,
       publish,
+      unsafePublish,
+      maxPayload,
       publishEncoded,
       subscribe,
+      subscribeCallback,
       request,
       flush
     } satisfies NatsConnection.Service

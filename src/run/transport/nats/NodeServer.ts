@@ -1,13 +1,15 @@
-import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type { Msg } from "@nats-io/transport-node"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Ref from "effect/Ref"
+import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -16,10 +18,11 @@ import type { ModelConfig } from "../../../config/EdgeConfig.js"
 import * as Node from "../../../node/Node.js"
 import * as RunEvent from "../../RunEvent.js"
 import { NodeId, type RunId } from "../../RunEvent.js"
+import type { RunSink } from "../../RunSink.js"
 import type { BusConfig, NodeSettings } from "./BusConfig.js"
 import type { BusConnectFailed } from "./NatsBus.js"
 import * as NatsBus from "./NatsBus.js"
-import { NatsConnection } from "./NatsBus.js"
+import { BusError, NatsConnection } from "./NatsBus.js"
 import * as P from "./protocol.js"
 
 export { NodeSettings } from "./BusConfig.js"
@@ -33,43 +36,124 @@ export interface ServeOptions {
   readonly drainTimeoutMs?: number
 }
 
-interface CancelReason {
-  readonly message: string
-  /** Tell the edge with a Cancelled event (shutdown); an edge that cancelled or vanished needs nothing. */
-  readonly notify: boolean
+/**
+ * The node's sink for one run: each emitted batch is published to the run's
+ * edge as one message (or, when it would not fit, as several: see
+ * `P.fitBatch`), numbered per message. Publishing is synchronous (the client
+ * buffers), so nothing here waits for the edge.
+ */
+interface RunPublisher extends RunSink {
+  /** Publishes nothing more; with a message, the edge is first told with a Cancelled event (unless the run ended). */
+  readonly stop: (cancelled?: string) => void
 }
 
 interface ActiveRun {
   readonly edgeId: string
-  readonly cancel: Deferred.Deferred<CancelReason>
+  /** Everything the run holds (the provider's fiber and upstream request, its slot); closing it stops the run. */
+  readonly scope: Scope.CloseableScope
+  readonly sink: RunPublisher
+  /** Cancelled, its scope closing in the background. */
+  stopping: boolean
 }
 
-interface State {
-  readonly draining: boolean
-  readonly runs: ReadonlyMap<RunId, ActiveRun>
-  /** When each edge was last heard from (heartbeat or RunStart). */
-  readonly edges: ReadonlyMap<string, number>
+const makePublisher = (
+  bus: NatsConnection.Service,
+  start: P.RunStart,
+  /** The run is over (terminal sent, the provider ended, or publishing failed): called once. */
+  finished: (error: BusError | undefined) => void
+): RunPublisher => {
+  let seq = 0
+  let ended = false
+
+  const encode = (events: ReadonlyArray<RunEvent.RunEvent>) =>
+    P.encode.runEvents({ v: P.PROTOCOL_VERSION, runId: start.runId, seq, events })
+
+  const send = (data: Uint8Array): BusError | undefined => {
+    const error = bus.unsafePublish(start.eventsSubject, data)
+    if (error === undefined) seq += 1
+    return error
+  }
+
+  /** A provider emitted an event the wire cannot carry: the edge hears why rather than nothing (the run ends). */
+  const unsendable = (reason: string): BusError | true => {
+    const data = encode([RunEvent.failed(`the node cannot send the run's events: ${reason}`)])
+    if (Either.isLeft(data)) {
+      return new BusError({ operation: "encode", subject: start.eventsSubject, reason: data.left })
+    }
+    return send(data.right) ?? true
+  }
+
+  /** Publishes `events`, in one message when they fit; `true` when a terminal event went out (the run is over). */
+  const publish = (events: ReadonlyArray<RunEvent.RunEvent>): BusError | boolean => {
+    const maxPayload = bus.maxPayload()
+    if (P.mayFit(events, maxPayload)) {
+      const data = encode(events)
+      if (Either.isLeft(data)) return unsendable(data.left)
+      if (data.right.length <= maxPayload) return send(data.right) ?? events.some(RunEvent.isTerminal)
+    }
+    let terminal = false
+    for (const batch of P.fitBatch(start.runId, events, maxPayload)) {
+      const data = encode(batch)
+      if (Either.isLeft(data)) return unsendable(data.left)
+      const error = send(data.right)
+      if (error !== undefined) return error
+      terminal = terminal || batch.some(RunEvent.isTerminal)
+    }
+    return terminal
+  }
+
+  const finish = (result: BusError | boolean) => {
+    if (result === false) return
+    ended = true
+    finished(result === true ? undefined : result)
+  }
+
+  /** The run ends with this (terminal) event unless it already ended. */
+  const endWith = (event: RunEvent.RunEvent) => {
+    if (!ended) finish(publish([event]))
+  }
+
+  return {
+    emit: (events) => {
+      if (ended || events.length === 0) return true
+      // Nothing after the first terminal event leaves the node.
+      const terminal = events.findIndex(RunEvent.isTerminal)
+      const batch = terminal === -1 || terminal === events.length - 1 ? events : events.slice(0, terminal + 1)
+      finish(publish(batch))
+      // The bus cannot pause: a slow edge is the bus's concern (and the edge's idle watchdog's), never the provider's.
+      return true
+    },
+    end: () => endWith(RunEvent.failed("provider ended the run without completing it")),
+    fail: (error) => endWith(RunEvent.failed(error.message)),
+    onReady: () => {},
+    stop: (cancelled) => {
+      if (ended) return
+      ended = true
+      if (cancelled !== undefined) publish([RunEvent.cancelled(cancelled)])
+    }
+  }
 }
 
 const refusal = (
-  state: State,
+  draining: boolean,
+  runs: ReadonlyMap<RunId, ActiveRun>,
   start: P.RunStart,
   models: ReadonlySet<string>,
   maxConcurrentRuns: number
 ): string | undefined => {
-  if (state.draining) return "node is shutting down"
+  if (draining) return "node is shutting down"
   if (!models.has(start.request.model)) return `model "${start.request.model}" is not served here`
-  if (state.runs.has(start.runId)) return "duplicate run id"
-  if (state.runs.size >= maxConcurrentRuns) return "at capacity"
+  if (runs.has(start.runId)) return "duplicate run id"
+  if (runs.size >= maxConcurrentRuns) return "at capacity"
   if (!/^[^\s*>]+$/.test(start.eventsSubject)) return "invalid events subject"
   return undefined
 }
 
-const removeRun = (runId: RunId) => (s: State): State => {
-  const runs = new Map(s.runs)
-  runs.delete(runId)
-  return { ...s, runs }
-}
+/** How long shutdown waits for cancelled runs' scopes to close (their upstream requests aborted). */
+const STOP_TIMEOUT = Duration.seconds(1)
+
+/** Closes a run's scope whole: an interruption half-way would skip the finalizers left (the slot, the upstream). */
+const closeRun = (run: ActiveRun) => Effect.uninterruptible(Scope.close(run.scope, Exit.void))
 
 /**
  * Serves `node` over NATS until the scope closes, then drains: announces
@@ -92,24 +176,26 @@ export const serve = (
     const served = new Set(node.models)
     const announced = options.models.filter((m) => served.has(m.id)).map(P.publicModel)
     const max = node.maxConcurrentRuns
-    // Created first, so closed last: leftover runs are interrupted only after the drain below.
-    const runScope = yield* Scope.fork(outer, ExecutionStrategy.parallel)
-    const state = yield* Ref.make<State>({ draining: false, runs: new Map(), edges: new Map() })
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    // Forked first, so closed last: each run's scope is a child of it, and outlives the drain below.
+    const runsParent = yield* Scope.fork(outer, ExecutionStrategy.parallel)
+    // Plain state: every read and write is one synchronous step (callbacks change it too).
+    let draining = false
+    const runs = new Map<RunId, ActiveRun>()
+    /** When each edge was last heard from (heartbeat or RunStart). */
+    const edges = new Map<string, number>()
 
-    const announce = Ref.get(state).pipe(
-      Effect.flatMap((s) =>
-        bus.publishEncoded(S.announce, P.encode.announce, {
-          v: 1,
-          nodeId: options.nodeId,
-          instanceId,
-          models: announced,
-          maxConcurrentRuns: max,
-          inFlight: s.runs.size,
-          draining: s.draining
-        })
-      ),
-      Effect.catchAll((e) => Effect.logDebug("cannot announce the node", e.message))
-    )
+    const announce = Effect.suspend(() =>
+      bus.publishEncoded(S.announce, P.encode.announce, {
+        v: P.PROTOCOL_VERSION,
+        nodeId: options.nodeId,
+        instanceId,
+        models: announced,
+        maxConcurrentRuns: max,
+        inFlight: runs.size,
+        draining
+      })
+    ).pipe(Effect.catchAll((e) => Effect.logDebug("cannot announce the node", e.message)))
 
     const reply = (msg: Msg, value: P.RunReply) =>
       Effect.suspend(() => {
@@ -119,77 +205,71 @@ export const serve = (
           : Effect.void
       }).pipe(Effect.ignore)
 
-    const runOne = (start: P.RunStart, cancel: Deferred.Deferred<CancelReason>) =>
-      Effect.gen(function* () {
-        const seq = yield* Ref.make(0)
-        const ended = yield* Ref.make(false)
-        const send = (event: RunEvent.RunEvent) =>
-          Ref.getAndUpdate(seq, (n) => n + 1).pipe(
-            Effect.flatMap((n) =>
-              bus.publishEncoded(start.eventsSubject, P.encode.runEvent, { v: 1, runId: start.runId, seq: n, event })
-            ),
-            Effect.zipRight(RunEvent.isTerminal(event) ? Ref.set(ended, true) : Effect.void)
-          )
-        // One race for the whole run (not a per-event merge); the loser, the node's stream, is interrupted,
-        // which aborts the provider's upstream request.
-        yield* node.execute(start.runId, start.request).pipe(
-          Stream.runForEach(send),
-          Effect.raceFirst(Deferred.await(cancel).pipe(Effect.asVoid))
-        )
-        if ((yield* Deferred.isDone(cancel)) && !(yield* Ref.get(ended))) {
-          const reason = yield* Deferred.await(cancel)
-          if (reason.notify) yield* send(RunEvent.cancelled(reason.message))
+    /** Stops runs without waiting for them: their scopes close in the background. */
+    const cancelRuns = (list: ReadonlyArray<ActiveRun>) =>
+      Effect.suspend(() => {
+        for (const run of list) {
+          run.stopping = true
+          run.sink.stop()
         }
-      }).pipe(
-        // A publish that fails means the edge can no longer hear this run: stop it rather than run blind.
-        Effect.catchAll((e) =>
-          Effect.logWarning("run stopped: its events cannot be published").pipe(
-            Effect.annotateLogs({ error: e.message })
-          )
-        ),
-        Effect.ensuring(Ref.update(state, removeRun(start.runId))),
-        Effect.annotateLogs({ runId: start.runId, edgeId: start.edgeId, nodeId: options.nodeId })
-      )
+        return list.length === 0
+          ? Effect.void
+          : Effect.forkDaemon(Effect.forEach(list, closeRun, { concurrency: "unbounded", discard: true }))
+      }).pipe(Effect.asVoid)
 
     const onRunStart = (msg: Msg) =>
       Effect.gen(function* () {
         const decoded = P.decode.runStart(msg.data)
         if (decoded._tag !== "Ok") {
-          return yield* reply(msg, { _tag: "RunRefused", v: 1, reason: P.describeRejection(decoded) })
+          return yield* reply(msg, { _tag: "RunRefused", v: P.PROTOCOL_VERSION, reason: P.describeRejection(decoded) })
         }
         const start = decoded.value
         if (msg.reply === undefined) return
         const now = yield* Clock.currentTimeMillis
-        const cancel = yield* Deferred.make<CancelReason>()
+        const scope = yield* Scope.fork(runsParent, ExecutionStrategy.sequential)
+        const logs = { runId: start.runId, edgeId: start.edgeId, nodeId: options.nodeId }
+        const run: ActiveRun = {
+          edgeId: start.edgeId,
+          scope,
+          stopping: false,
+          sink: makePublisher(bus, start, (error) =>
+            runFork(
+              (error === undefined
+                ? Effect.void
+                : Effect.logWarning("run stopped: its events cannot be published").pipe(
+                  Effect.annotateLogs({ ...logs, error: error.message })
+                )).pipe(Effect.zipRight(closeRun(run)))
+            ))
+        }
         // Check and reserve in one step: capacity holds however many edges ask at once.
-        const refused = yield* Ref.modify(state, (s): readonly [string | undefined, State] => {
-          const reason = refusal(s, start, served, max)
-          if (reason !== undefined) return [reason, s]
-          return [undefined, {
-            ...s,
-            runs: new Map(s.runs).set(start.runId, { edgeId: start.edgeId, cancel }),
-            edges: new Map(s.edges).set(start.edgeId, now)
-          }]
-        })
-        if (refused !== undefined) return yield* reply(msg, { _tag: "RunRefused", v: 1, reason: refused })
-        yield* reply(msg, { _tag: "RunAccepted", v: 1 })
-        yield* Effect.forkIn(runOne(start, cancel), runScope)
+        const refused = refusal(draining, runs, start, served, max)
+        if (refused !== undefined) {
+          yield* Scope.close(scope, Exit.void)
+          return yield* reply(msg, { _tag: "RunRefused", v: P.PROTOCOL_VERSION, reason: refused })
+        }
+        runs.set(start.runId, run)
+        edges.set(start.edgeId, now)
+        // Added first, so run last: the slot is given back once the provider has stopped.
+        yield* Scope.addFinalizer(scope, Effect.sync(() => runs.get(start.runId) === run && runs.delete(start.runId)))
+        yield* reply(msg, { _tag: "RunAccepted", v: P.PROTOCOL_VERSION })
+        // Forked, so that a provider slow to start does not hold up the node's inbox.
+        yield* node.execute(start.runId, start.request, run.sink).pipe(
+          Scope.extend(scope),
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("run failed to start", cause).pipe(
+              Effect.zipRight(Effect.sync(() => run.sink.emit([RunEvent.failed("the node failed to start the run")])))
+            )
+          ),
+          Effect.annotateLogs(logs),
+          Effect.forkIn(scope)
+        )
       })
-
-    const cancelRun = (runId: RunId, reason: CancelReason) =>
-      Ref.get(state).pipe(
-        Effect.flatMap((s) => {
-          const run = s.runs.get(runId)
-          return run === undefined ? Effect.void : Deferred.succeed(run.cancel, reason)
-        }),
-        Effect.asVoid
-      )
 
     const onCancel = (msg: Msg) => {
       const decoded = P.decode.runCancel(msg.data)
-      return decoded._tag === "Ok"
-        ? cancelRun(decoded.value.runId, { message: decoded.value.reason, notify: false })
-        : Effect.logDebug("ignored a RunCancel", P.describeRejection(decoded))
+      if (decoded._tag !== "Ok") return Effect.logDebug("ignored a RunCancel", P.describeRejection(decoded))
+      const run = runs.get(decoded.value.runId)
+      return run === undefined ? Effect.void : cancelRuns([run])
     }
 
     const onEdgeHeartbeat = (msg: Msg) =>
@@ -197,10 +277,8 @@ export const serve = (
         const decoded = P.decode.edgeHeartbeat(msg.data)
         if (decoded._tag !== "Ok") return
         const now = yield* Clock.currentTimeMillis
-        const isNew = yield* Ref.modify(state, (s) => [
-          !s.edges.has(decoded.value.edgeId),
-          { ...s, edges: new Map(s.edges).set(decoded.value.edgeId, now) }
-        ])
+        const isNew = !edges.has(decoded.value.edgeId)
+        edges.set(decoded.value.edgeId, now)
         // A new edge learns about this node at once instead of at the next heartbeat.
         if (isNew) yield* announce
       })
@@ -208,27 +286,24 @@ export const serve = (
     // Runs whose edge went silent: nobody reads their events, so stop paying for their upstream.
     const watchEdges = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
-      const s = yield* Ref.get(state)
-      for (const [runId, run] of s.runs) {
-        if (now - (s.edges.get(run.edgeId) ?? 0) > timeoutMs) {
-          yield* Effect.logWarning("edge missed its heartbeats; cancelling its run").pipe(
-            Effect.annotateLogs({ runId, edgeId: run.edgeId })
-          )
-          yield* Deferred.succeed(run.cancel, { message: "edge gone", notify: false })
-        }
+      const orphans = Array.from(runs).filter(([, run]) =>
+        !run.stopping && now - (edges.get(run.edgeId) ?? 0) > timeoutMs
+      )
+      for (const [runId, run] of orphans) {
+        yield* Effect.logWarning("edge missed its heartbeats; cancelling its run").pipe(
+          Effect.annotateLogs({ runId, edgeId: run.edgeId })
+        )
       }
-      const busy = new Set(Array.from(s.runs.values(), (r) => r.edgeId))
-      yield* Ref.update(state, (st) => ({
-        ...st,
-        edges: new Map(Array.from(st.edges).filter(([id, seen]) => busy.has(id) || now - seen <= 10 * timeoutMs))
-      }))
+      yield* cancelRuns(orphans.map(([, run]) => run))
+      const busy = new Set(Array.from(runs.values(), (r) => r.edgeId))
+      for (const [id, seen] of edges) if (!busy.has(id) && now - seen > 10 * timeoutMs) edges.delete(id)
     })
 
     const inbox = yield* bus.subscribe(S.nodeInbox(options.nodeId)).pipe(Effect.orDie)
     const edgeBeats = yield* bus.subscribe(S.edgeHeartbeat).pipe(Effect.orDie)
-    const run = S.run(options.nodeId)
+    const runSubject = S.run(options.nodeId)
     yield* inbox.pipe(
-      Stream.runForEach((msg) => (msg.subject === run ? onRunStart(msg) : onCancel(msg))),
+      Stream.runForEach((msg) => (msg.subject === runSubject ? onRunStart(msg) : onCancel(msg))),
       Effect.catchAll((e) =>
         Effect.logError("node inbox subscription ended").pipe(Effect.annotateLogs({ error: e.message }))
       ),
@@ -245,9 +320,8 @@ export const serve = (
     const announcer = yield* announce.pipe(Effect.repeat(Schedule.spaced(tick)), Effect.forkScoped)
     yield* watchEdges.pipe(Effect.repeat(Schedule.spaced(tick)), Effect.forkScoped)
 
-    const runsLeft = Ref.get(state).pipe(Effect.map((s) => s.runs.size))
     const waitForRuns = (ms: number) =>
-      runsLeft.pipe(
+      Effect.sync(() => runs.size).pipe(
         Effect.repeat({ schedule: Schedule.spaced(Duration.millis(20)), until: (n) => n === 0 }),
         // Finalizers are uninterruptible: without this the timeout could not stop the wait.
         Effect.interruptible,
@@ -257,18 +331,22 @@ export const serve = (
 
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
-        yield* Ref.update(state, (s) => ({ ...s, draining: true }))
+        draining = true
         yield* announce
         yield* waitForRuns(options.drainTimeoutMs ?? 10_000)
-        const left = yield* Ref.get(state)
-        yield* Effect.forEach(
-          left.runs.values(),
-          (r) => Deferred.succeed(r.cancel, { message: "node shutting down", notify: true }),
-          { discard: true }
+        const left = Array.from(runs.values())
+        // The edges hear first (published at once, whoever reads), then every run stops at the same time.
+        for (const run of left) run.sink.stop("node shutting down")
+        yield* Effect.forEach(left, closeRun, { concurrency: "unbounded", discard: true }).pipe(
+          // A provider that will not stop does not hold up the node's leaving: it goes on closing in the background.
+          Effect.disconnect,
+          Effect.interruptible,
+          Effect.timeout(STOP_TIMEOUT),
+          Effect.ignore
         )
-        yield* waitForRuns(1000)
         yield* Fiber.interrupt(announcer)
-        yield* bus.publishEncoded(S.leave, P.encode.leave, { v: 1, nodeId: options.nodeId, instanceId }).pipe(
+        const leave: P.NodeLeave = { v: P.PROTOCOL_VERSION, nodeId: options.nodeId, instanceId }
+        yield* bus.publishEncoded(S.leave, P.encode.leave, leave).pipe(
           Effect.zipRight(bus.flush.pipe(Effect.interruptible, Effect.timeout(Duration.seconds(1)))),
           Effect.ignore
         )
@@ -276,7 +354,7 @@ export const serve = (
       }).pipe(Effect.annotateLogs({ nodeId: options.nodeId }))
     )
     yield* Effect.logInfo("node serving over NATS").pipe(
-      Effect.annotateLogs({ nodeId: options.nodeId, models: node.models.join(","), subject: run })
+      Effect.annotateLogs({ nodeId: options.nodeId, models: node.models.join(","), subject: runSubject })
     )
   })
 
@@ -289,7 +367,7 @@ export const nodeLayer = (options: {
   readonly node: NodeSettings
   readonly models: ReadonlyArray<ModelConfig>
   readonly drainTimeoutMs?: number
-}): Layer.Layer<never, BusConnectFailed, HttpClient.HttpClient> =>
+}): Layer.Layer<never, BusConnectFailed, NodeHttpClient.Dispatcher> =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
       const nodeId = NodeId.make(options.node.id)

@@ -7,11 +7,13 @@ import { SubmitRunRequest } from "../../SubmitRunRequest.js"
 import { SubjectToken } from "./BusConfig.js"
 
 /**
- * The edge↔node wire over NATS: versioned JSON messages, their subjects, and
- * the per-run sequence check. Pure: no Effect runtime, no client.
+ * The edge↔node wire over NATS: versioned JSON messages, their subjects, the
+ * per-run sequence check and the cutting of a run's batches into messages
+ * the server accepts. Pure: no Effect runtime, no client.
  */
 
-export const PROTOCOL_VERSION = 1
+/** 2: a run-events message carries a batch (one provider read), not one event. */
+export const PROTOCOL_VERSION = 2
 
 const V = Schema.Literal(PROTOCOL_VERSION)
 
@@ -58,8 +60,9 @@ export const RunRefused = Schema.TaggedStruct("RunRefused", { v: V, reason: Sche
 export const RunReply = Schema.Union(RunAccepted, RunRefused)
 export type RunReply = typeof RunReply.Type
 
-export const RunEventMsg = Schema.Struct({ v: V, runId: RunId, seq: Count, event: RunEvent })
-export type RunEventMsg = typeof RunEventMsg.Type
+/** One message of a run's events: a batch, in order; `seq` counts the run's messages (0, 1, 2, …). */
+export const RunEventsMsg = Schema.Struct({ v: V, runId: RunId, seq: Count, events: Schema.Array(RunEvent) })
+export type RunEventsMsg = typeof RunEventsMsg.Type
 
 export const RunCancel = Schema.Struct({ v: V, runId: RunId, reason: Schema.String })
 export type RunCancel = typeof RunCancel.Type
@@ -148,7 +151,7 @@ export const decode = {
   leave: decoder(NodeLeave),
   runStart: decoder(RunStart),
   runReply: decoder(RunReply),
-  runEvent: decoder(RunEventMsg),
+  runEvents: decoder(RunEventsMsg),
   runCancel: decoder(RunCancel),
   edgeHeartbeat: decoder(EdgeHeartbeat)
 }
@@ -158,7 +161,7 @@ export const encode = {
   leave: encoder(NodeLeave),
   runStart: encoder(RunStart),
   runReply: encoder(RunReply),
-  runEvent: encoder(RunEventMsg),
+  runEvents: encoder(RunEventsMsg),
   runCancel: encoder(RunCancel),
   edgeHeartbeat: encoder(EdgeHeartbeat)
 }
@@ -172,7 +175,7 @@ export const publicModel = (model: ModelConfig): ModelConfig => {
 }
 
 // ---------------------------------------------------------------------------
-// Sequence check: events of a run carry seq 0, 1, 2, … on one subject.
+// Sequence check: the messages of a run carry seq 0, 1, 2, … on one subject.
 
 export interface SeqState {
   readonly next: number
@@ -197,3 +200,161 @@ export const describeSeqError = (r: Exclude<SeqResult, { _tag: "Ok" }>): string 
   r._tag === "Gap"
     ? `run stream lost events (expected event ${r.expected}, got ${r.got})`
     : `run stream repeated an event (expected event ${r.expected}, got ${r.got})`
+
+// ---------------------------------------------------------------------------
+// Fitting a batch into messages: none may exceed the server's max_payload.
+
+/** Room kept beside the measured envelope, to spare: a message a few bytes over is a lost run. */
+const HEADROOM = 256
+/** The least room for events in one message, however small the server's limit (no message of a few bytes each). */
+const MIN_ROOM = 64
+
+const byteLength = (json: unknown): number => Buffer.byteLength(JSON.stringify(json), "utf8")
+
+/** The encoded size of an event, in bytes (the encoder drops unknown keys, so never more than this). */
+export const eventBytes = (event: RunEvent): number => byteLength(event)
+
+/** Bytes a message of `runId` may spend on its events (the JSON array's commas included). */
+export const eventRoom = (runId: string, maxPayload: number): number => {
+  const envelope = byteLength({ v: PROTOCOL_VERSION, runId, seq: Number.MAX_SAFE_INTEGER, events: [] })
+  return Math.max(MIN_ROOM, maxPayload - envelope - HEADROOM)
+}
+
+const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff
+const isLow = (c: number) => c >= 0xdc00 && c <= 0xdfff
+
+/** What one UTF-16 code unit costs inside a JSON string (JSON.stringify's escapes, UTF-8); pairs are counted apart. */
+const unitCost = (c: number): number =>
+  c < 0x20
+    ? (c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d ? 2 : 6)
+    : c === 0x22 || c === 0x5c
+    ? 2
+    : c < 0x80
+    ? 1
+    : c < 0x800
+    ? 2
+    : c >= 0xd800 && c <= 0xdfff
+    ? 6 // a lone surrogate is written as \uXXXX
+    : 3
+
+interface Piece {
+  readonly text: string
+  /** Its JSON string body's size (quotes excluded), in bytes. */
+  readonly bytes: number
+}
+
+const cut = (text: string, maxBytes: number): ReadonlyArray<Piece> => {
+  const pieces: Array<Piece> = []
+  let start = 0
+  let bytes = 0
+  let i = 0
+  while (i < text.length) {
+    const c = text.charCodeAt(i)
+    const pair = isHigh(c) && i + 1 < text.length && isLow(text.charCodeAt(i + 1))
+    const cost = pair ? 4 : unitCost(c)
+    if (bytes + cost > maxBytes && i > start) {
+      pieces.push({ text: text.slice(start, i), bytes })
+      start = i
+      bytes = 0
+    }
+    bytes += cost
+    i += pair ? 2 : 1
+  }
+  pieces.push({ text: text.slice(start), bytes })
+  return pieces
+}
+
+/**
+ * Cuts `text` into pieces whose JSON string bodies (quotes excluded) take at
+ * most `maxBytes`, never between the two halves of a surrogate pair. Joined,
+ * the pieces are `text`. A piece holds at least one character.
+ */
+export const splitText = (text: string, maxBytes: number): ReadonlyArray<string> =>
+  cut(text, maxBytes).map((p) => p.text)
+
+const isText = (event: RunEvent): event is RunEvent & { readonly _tag: "Delta" | "ReasoningDelta" } =>
+  event._tag === "Delta" || event._tag === "ReasoningDelta"
+
+/**
+ * False when `events` certainly take more than `maxPayload` bytes in one
+ * message (their text alone has more code units than that: each costs at
+ * least a byte), so the sender goes straight to `fitBatch`.
+ */
+export const mayFit = (events: ReadonlyArray<RunEvent>, maxPayload: number): boolean => {
+  let chars = 0
+  for (const e of events) if (isText(e)) chars += e.text.length
+  return chars <= maxPayload
+}
+
+const truncated = (message: string, room: number): string => {
+  const marker = " (truncated)"
+  return `${splitText(message, Math.max(1, room - marker.length))[0] ?? ""}${marker}`
+}
+
+/**
+ * An event too big for one message, as events that fit (with their sizes):
+ * text cut, an error message shortened, a Complete refused.
+ */
+const fitEvent = (
+  event: RunEvent,
+  room: number,
+  maxPayload: number
+): ReadonlyArray<readonly [RunEvent, number]> => {
+  switch (event._tag) {
+    case "Delta":
+    case "ReasoningDelta": {
+      const tag = event._tag
+      const overhead = byteLength({ _tag: tag, text: "" })
+      return cut(event.text, room - overhead).map((p) => [{ _tag: tag, text: p.text }, overhead + p.bytes] as const)
+    }
+    case "Failed":
+    case "Cancelled": {
+      const overhead = byteLength({ _tag: event._tag, message: "" })
+      const fitted = { _tag: event._tag, message: truncated(event.message, room - overhead) }
+      return [[fitted, eventBytes(fitted)]]
+    }
+    case "Complete": {
+      const failed: RunEvent = {
+        _tag: "Failed",
+        message: `the run's result (${eventBytes(event)} bytes, tool-call arguments included) is larger than the ` +
+          `message bus carries in one message (NATS max_payload ${maxPayload} bytes)`
+      }
+      return [[failed, eventBytes(failed)]]
+    }
+  }
+}
+
+/**
+ * A batch as the messages that carry it, in order, each within `maxPayload`
+ * once enveloped for `runId`: events are packed as they come, an oversize
+ * Delta/ReasoningDelta becomes several of the same kind (readers concatenate
+ * them), an oversize Failed/Cancelled is shortened, and an oversize Complete
+ * (which cannot be cut) becomes a Failed that says why.
+ */
+export const fitBatch = (
+  runId: string,
+  events: ReadonlyArray<RunEvent>,
+  maxPayload: number
+): ReadonlyArray<ReadonlyArray<RunEvent>> => {
+  const room = eventRoom(runId, maxPayload)
+  const messages: Array<Array<RunEvent>> = []
+  let current: Array<RunEvent> = []
+  let used = 0
+  const add = (event: RunEvent, bytes: number) => {
+    if (current.length > 0 && used + 1 + bytes > room) {
+      messages.push(current)
+      current = []
+      used = 0
+    }
+    used += current.length === 0 ? bytes : 1 + bytes
+    current.push(event)
+  }
+  for (const event of events) {
+    // Text longer than the room is over for sure (a code unit costs a byte at least): cut it, not measured whole.
+    const bytes = isText(event) && event.text.length > room ? Number.POSITIVE_INFINITY : eventBytes(event)
+    if (bytes <= room) add(event, bytes)
+    else for (const [piece, size] of fitEvent(event, room, maxPayload)) add(piece, size)
+  }
+  if (current.length > 0) messages.push(current)
+  return messages
+}

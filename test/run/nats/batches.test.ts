@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { fromStream, type Provider } from "../../../src/providers/Provider.js"
+import * as RunEvent from "../../../src/run/RunEvent.js"
+import { NodeId, RunId } from "../../../src/run/RunEvent.js"
+import * as EdgeTransport from "../../../src/run/transport/nats/EdgeTransport.js"
+import * as P from "../../../src/run/transport/nats/protocol.js"
+import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
+import {
+  busConfig,
+  deltaText,
+  type Edge,
+  makeEdge,
+  nodeOf,
+  nodesOf,
+  Recorder,
+  request,
+  serveNode,
+  spyEvents,
+  startRun,
+  waitFor
+} from "./harness.js"
+
+let server: NatsServer
+beforeAll(async () => {
+  server = await startNatsServer()
+})
+afterAll(async () => {
+  await server?.stop()
+})
+
+const MiB = 1024 * 1024
+
+/** A provider that emits `batches` as they are, one sink write each. */
+const scripted = (batches: ReadonlyArray<ReadonlyArray<RunEvent.RunEvent>>): Provider =>
+  fromStream(() => Stream.fromChunks(...batches.map((b) => Chunk.fromIterable(b))))
+
+const done = (toolCalls: ReadonlyArray<RunEvent.NativeToolCall> = []) =>
+  RunEvent.complete({ finishReason: toolCalls.length > 0 ? "tool_calls" : "stop", toolCalls, metadata: {} })
+
+/** Text of about `chars` UTF-16 units whose JSON costs vary: escapes, controls, multi-byte, pairs, lone halves. */
+const hostileText = (chars: number) => {
+  const unit = "The quick 😀 brown \"fox\"\n\tjumps é€ over \\ the \u0001 lazy dog \ud800 and \udc00 "
+  return unit.repeat(Math.ceil(chars / unit.length)).slice(0, chars)
+}
+
+/**
+ * An edge and a node of `providers` on a fresh bus, the node found.
+ * Heartbeats are not what these tests are about: a slow timeout, so that a
+ * busy test process (megabytes of JSON) does not count as a lost node.
+ */
+const setUp = (providers: Readonly<Record<string, Provider>>, options: { readonly drainTimeoutMs?: number; readonly nodeTimeoutMs?: number } = {}) =>
+  Effect.gen(function* () {
+    const bus = busConfig(server.url, { nodeTimeoutMs: options.nodeTimeoutMs ?? 10_000 })
+    const served = yield* serveNode(bus, nodeOf("n1", providers, 64), options)
+    const edge = yield* makeEdge(bus, "e1")
+    yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
+    return { bus, edge, ...served }
+  })
+
+const runToEnd = (edge: Edge, model: string) =>
+  Effect.scoped(startRun(edge, request("go", model)).pipe(Effect.tap((r) => r.sink.done))).pipe(Effect.map((r) => r.sink))
+
+describe("NATS transport: batches and payload limits", () => {
+  it.scopedLive("one message per emitted batch: the edge's sink gets the batches the provider emitted", () =>
+    Effect.gen(function* () {
+      const batches = [
+        [RunEvent.delta("a"), RunEvent.delta("b")],
+        [RunEvent.reasoningDelta("hm")],
+        [RunEvent.delta("c"), RunEvent.reasoningDelta("d"), RunEvent.delta("e")],
+        [RunEvent.delta("f"), done()]
+      ]
+      const { edge } = yield* setUp({ batches: scripted(batches) })
+      const wire = yield* spyEvents(edge.conn, edge.edgeId)
+      const sink = yield* runToEnd(edge, "batches")
+      expect(sink.batches).toEqual(batches)
+      yield* waitFor(Effect.sync(() => wire.length), (n) => n === batches.length)
+      expect(wire.map((m) => m.batch)).toEqual(batches)
+    }))
+
+  it.scopedLive("a provider that ends without a terminal event: the edge gets Failed, not silence", () =>
+    Effect.gen(function* () {
+      const { edge } = yield* setUp({ cut: scripted([[RunEvent.delta("half")]]) })
+      const sink = yield* runToEnd(edge, "cut")
+      expect(sink.events).toEqual([RunEvent.delta("half"), RunEvent.failed("provider ended the run without completing it")])
+    }))
+
+  it.scopedLive("a 2 MiB delta (and a 1.2 MiB reasoning delta) arrive whole, in messages within max_payload", () =>
+    Effect.gen(function* () {
+      const text = hostileText(2 * MiB)
+      const thinking = hostileText(1.2 * MiB)
+      const { edge } = yield* setUp({ big: scripted([[RunEvent.reasoningDelta(thinking), RunEvent.delta(text)], [done()]]) })
+      const wire = yield* spyEvents(edge.conn, edge.edgeId)
+      const sink = yield* runToEnd(edge, "big")
+      expect(deltaText(sink.events, "ReasoningDelta")).toBe(thinking)
+      expect(deltaText(sink.events)).toBe(text)
+      expect(sink.events.at(-1)).toEqual(done())
+      expect(sink.events.filter((e) => e._tag !== "Delta" && e._tag !== "ReasoningDelta")).toEqual([done()])
+      // Reasoning first, then content, as emitted.
+      const kinds = sink.events.map((e) => e._tag).filter((t, i, all) => i === 0 || t !== all[i - 1])
+      expect(kinds).toEqual(["ReasoningDelta", "Delta", "Complete"])
+      const maxPayload = edge.conn.maxPayload()
+      yield* waitFor(Effect.sync(() => wire.length), (n) => n === sink.batches.length)
+      expect(wire.length).toBeGreaterThan(3)
+      for (const m of wire) expect(m.bytes).toBeLessThanOrEqual(maxPayload)
+    }))
+
+  it.scopedLive("a 1.5 MiB tool call streamed as text arrives whole and parses", () =>
+    Effect.gen(function* () {
+      const args = { path: "big.txt", content: hostileText(1.5 * MiB) }
+      const call = `<tool_call>${JSON.stringify({ name: "write_file", arguments: args })}</tool_call>`
+      const { edge } = yield* setUp({ tool: scripted([[RunEvent.delta("Writing it.\n"), RunEvent.delta(call), done()]]) })
+      const sink = yield* runToEnd(edge, "tool")
+      const text = deltaText(sink.events)
+      expect(text).toBe(`Writing it.\n${call}`)
+      const inner = text.slice(text.indexOf("<tool_call>") + 11, text.lastIndexOf("</tool_call>"))
+      expect(JSON.parse(inner)).toEqual({ name: "write_file", arguments: args })
+      expect(sink.events.at(-1)).toEqual(done())
+    }))
+
+  it.scopedLive("a Complete too big for one message (native tool-call arguments) ends the run with Failed saying why", () =>
+    Effect.gen(function* () {
+      const huge = { id: "c1", name: "write_file", arguments: JSON.stringify({ content: "x".repeat(1.5 * MiB) }) }
+      const { edge } = yield* setUp({ native: scripted([[RunEvent.delta("ok")], [done([huge])]]) })
+      const sink = yield* runToEnd(edge, "native")
+      expect(sink.events[0]).toEqual(RunEvent.delta("ok"))
+      const last = sink.events.at(-1)
+      expect(last?._tag).toBe("Failed")
+      expect(last?._tag === "Failed" && last.message).toMatch(
+        /^the run's result \(\d+ bytes, tool-call arguments included\) is larger than the message bus carries in one message \(NATS max_payload \d+ bytes\)$/
+      )
+    }))
+
+  it.scopedLive("a RunStart over max_payload fails the start at once with NodeUnavailable saying so", () =>
+    Effect.gen(function* () {
+      const { edge, node } = yield* setUp({ echo: scripted([[done()]]) })
+      // A reply timeout far beyond the test's: only an immediate refusal lets this test finish.
+      const start = EdgeTransport.remoteStart(edge.conn, { edgeId: "e1", nodeId: NodeId.make("n1"), replyTimeoutMs: 600_000 })
+      const result = yield* Effect.either(Effect.scoped(start(RunId.make("run_huge"), request("x".repeat(2 * MiB), "echo"), new Recorder())))
+      expect(Either.isLeft(result) && result.left._tag).toBe("NodeUnavailable")
+      expect(Either.isLeft(result) && result.left.reason).toMatch(
+        /^the run's request is \d+ bytes, more than the message bus carries \(NATS max_payload \d+ bytes\)$/
+      )
+      expect(yield* node.activeRuns).toBe(0)
+    }))
+
+  it.scopedLive("RunCancel and shutdown stop runs nobody reads, even a provider that will not stop", () =>
+    Effect.gen(function* () {
+      let aborted = 0
+      const flood = fromStream(() =>
+        Stream.repeatEffect(Effect.as(Effect.sleep(Duration.millis(1)), RunEvent.delta("x"))).pipe(
+          Stream.ensuring(Effect.sync(() => (aborted += 1)))
+        )
+      )
+      // Its upstream abort never returns: shutdown must go on without it.
+      const stuck: Provider = { start: () => Effect.addFinalizer(() => Effect.never) }
+      // Edge heartbeats far apart: the runs' silent "edge" is not what stops them.
+      const { bus, edge, node, scope } = yield* setUp({ flood, stuck }, { drainTimeoutMs: 100, nodeTimeoutMs: 120_000 })
+      const conn = edge.conn
+      const S = P.subjects(conn.subjectPrefix)
+      const v = P.PROTOCOL_VERSION
+      const leaves: Array<string> = []
+      yield* conn.subscribeCallback(S.leave, () => void leaves.push("leave"), () => {}).pipe(Effect.orDie)
+      // RunStarts sent by hand, to events subjects nobody subscribes to.
+      const startRaw = (runId: string, model: string) =>
+        conn.request(
+          S.run("n1"),
+          Either.getOrThrow(P.encode.runStart({
+            v,
+            runId: RunId.make(runId),
+            edgeId: "ghost",
+            request: request("go", model),
+            eventsSubject: `${bus.nats.subjectPrefix}.nobody.${runId}`
+          })),
+          10_000
+        ).pipe(Effect.map((msg) => P.decode.runReply(msg.data)), Effect.orDie)
+      const N = 16
+      const ids = Array.from({ length: N }, (_, i) => `run_flood${i}`)
+      const replies = yield* Effect.forEach([...ids.map((id) => startRaw(id, "flood")), startRaw("run_stuck", "stuck")], (x) => x, { concurrency: "unbounded" })
+      for (const r of replies) expect(r).toEqual({ _tag: "Ok", value: { _tag: "RunAccepted", v } })
+      yield* waitFor(node.activeRuns, (n) => n === N + 1)
+
+      for (const id of ids.slice(0, N / 2)) {
+        yield* conn.publishEncoded(S.cancel("n1"), P.encode.runCancel, { v, runId: RunId.make(id), reason: "client gone" }).pipe(Effect.orDie)
+      }
+      yield* waitFor(Effect.sync(() => aborted), (n) => n === N / 2)
+
+      // Returns although nobody reads the runs and one of them never stops.
+      yield* Scope.close(scope, Exit.void)
+      expect(aborted).toBe(N)
+      yield* waitFor(Effect.sync(() => leaves.length), (n) => n === 1)
+    }))
+})
