@@ -17,7 +17,7 @@ afterAll(async () => {
 
 describe("failover", () => {
   // Failover is the RunService's (a refusal before the first event tries another node); off until it runs on RunSink.
-  it.scopedLive.skip("a run refused by a node busy with another edge's run goes to another node", () =>
+  it.scopedLive("a run refused by a node busy with another edge's run goes to another node", () =>
     Effect.gen(function* () {
       const bus = busConfig(server.url)
       const a = yield* makeNode(bus, "a", { tokenDelayMs: 20, maxConcurrentRuns: 1 })

@@ -107,7 +107,7 @@ export const makeEdge = (bus: NatsBus.BusConfig, edgeId: string) =>
   Effect.gen(function* () {
     const conn = yield* NatsBus.make(bus, { ...tuning, name: edgeId })
     const registry = yield* NodeRegistry.make
-    const runs = yield* RunService.make.pipe(Effect.provideService(NodeRegistry.NodeRegistry, registry))
+    const runs = yield* RunService.make({ idleTimeoutMs: 60_000 }).pipe(Effect.provideService(NodeRegistry.NodeRegistry, registry))
     const discovery = yield* EdgeTransport.discover({ bus, edgeId }).pipe(
       Effect.provideService(NatsBus.NatsConnection, conn),
       Effect.provideService(NodeRegistry.NodeRegistry, registry)
