@@ -231,7 +231,8 @@ const piece = fc.oneof(
 )
 
 const HINTS = /<tool_call>|\{\{tool_call\}\}|\[tool_calls\]/i
-const DANGLING = /(<tool_call|\{\{tool_call|\[tool_calls)$/i
+// A committed open tag cut off by the end (`{{tool_call}` too: a prefix of `{{tool_call}}` past its committed part).
+const DANGLING = /(<tool_call|\{\{tool_call\}?|\[tool_calls)$/i
 
 /** The response as text, and what the filter must make of it. */
 interface Case {
