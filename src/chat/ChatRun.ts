@@ -14,6 +14,7 @@ import type { ChatRequest } from "./ChatRequest.js"
 import { NoNodeAccepted, type RunOutcomeError, RunFailed, RunTimedOut, ToolValidationRetryFailed } from "./errors.js"
 import * as Session from "./session.js"
 import { newToolCallId } from "./toolcalls/native.js"
+import { onClose } from "../common/onClose.js"
 
 /**
  * The chat plane's one pipeline: a run's events folded through the session,
@@ -222,7 +223,7 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
         let session = Session.initial(sessionConfig(request))
         const trace = traced(request) ? tracer(handle.dispatch) : undefined
         // Registered after the run's own finalizers, so it runs first: the summary is written as the run ends.
-        yield* Effect.addFinalizer(() => report(request, handle.dispatch, session, timing, startedAt, attempt))
+        yield* onClose(Effect.suspend(() => report(request, handle.dispatch, session, timing, startedAt, attempt)))
 
         const fold = (inputs: Iterable<Session.SessionInput>, arrivedAt: number): ReadonlyArray<Session.Emission> => {
           const out: Array<Session.Emission> = []

@@ -21,6 +21,7 @@ import { Lifecycle } from "./Lifecycle.js"
 import type { Limits } from "./Limits.js"
 import { routeLabel } from "./routeLabel.js"
 import { makeRoutes } from "./routes.js"
+import { annotateFiberLogs, onClose } from "../common/onClose.js"
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
@@ -32,12 +33,12 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) 
       const given = request.headers["x-request-id"]
       const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
       const startedAt = yield* Clock.currentTimeMillis
-      yield* Effect.annotateLogsScoped({ request_id: requestId })
+      yield* annotateFiberLogs({ request_id: requestId })
       yield* lifecycle.track
       const response = yield* app
       const path = request.url.split("?")[0] ?? request.url
       const route = routeLabel(request.url)
-      yield* Effect.addFinalizer(() =>
+      yield* onClose(
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           yield* metrics.httpResponse({ route, status: response.status })
@@ -61,8 +62,10 @@ export const HttpAppLive: Layer.Layer<
     const router = yield* makeRoutes
     const lifecycle = yield* Lifecycle
     const metrics = yield* Metrics
+    // Built once: `toHttpApp` constructs the route tree, which must not happen per request.
+    const app = yield* HttpRouter.toHttpApp(router)
     // Applied to the app itself (not as `serve`'s middleware, which runs after the response is written).
-    return HttpServer.serve(edgeMiddleware(lifecycle, metrics)(HttpRouter.toHttpApp(router).pipe(Effect.flatten)))
+    return HttpServer.serve(edgeMiddleware(lifecycle, metrics)(app))
   })
 )
 

@@ -7,6 +7,7 @@ import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import { onClose } from "../common/onClose.js"
 
 /** Whether the edge takes requests, and how many are open (a stream counts until its body ends). */
 export declare namespace Lifecycle {
@@ -31,8 +32,8 @@ export const make = Effect.gen(function* () {
     serving: Ref.get(state).pipe(Effect.map((s) => s === "serving")),
     markServing: Ref.update(state, (s) => (s === "starting" ? "serving" : s)),
     startDraining: Ref.set(state, "draining"),
-    track: Effect.acquireRelease(SubscriptionRef.update(open, (n) => n + 1), () =>
-      SubscriptionRef.update(open, (n) => n - 1)
+    track: SubscriptionRef.update(open, (n) => n + 1).pipe(
+      Effect.zipRight(onClose(SubscriptionRef.update(open, (n) => n - 1)))
     ),
     open: SubscriptionRef.get(open),
     awaitIdle: (timeout) =>

@@ -6,6 +6,7 @@ import type * as Scope from "effect/Scope"
 import { EdgeConfig } from "../config/EdgeConfig.js"
 import type { KeyPolicy } from "./Auth.js"
 import { RateLimited } from "./errors.js"
+import { onClose } from "../common/onClose.js"
 
 interface Counts {
   readonly total: number
@@ -50,9 +51,8 @@ export const make = Effect.gen(function* () {
 
   return {
     acquire: (key) =>
-      Effect.acquireRelease(
-        take(key).pipe(Effect.flatMap((refused) => (refused === undefined ? Effect.void : Effect.fail(refused)))),
-        () => give(key)
+      take(key).pipe(
+        Effect.flatMap((refused) => (refused === undefined ? onClose(give(key)) : Effect.fail(refused)))
       )
   } satisfies Limits.Service
 })

@@ -16,6 +16,7 @@ import { BodyTooLarge, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized
 import { Lifecycle } from "./Lifecycle.js"
 import { type EdgeError, toHttpError } from "./openaiError.js"
 import { decodeBody, toChatRequest } from "./toChatRequest.js"
+import { annotateFiberLogs } from "../common/onClose.js"
 
 export const errorResponse = (e: EdgeError) => {
   const { status, body, headers } = toHttpError(e)
@@ -82,7 +83,7 @@ export const makeRoutes = Effect.gen(function* () {
     if (!(yield* lifecycle.serving)) return yield* Effect.fail(new ShuttingDown())
     const check = checkKey(request.headers["authorization"])
     if (check._tag === "Denied") return yield* Effect.fail(new Unauthorized())
-    if (check._tag === "Granted") yield* Effect.annotateLogsScoped({ api_key: check.key.id })
+    if (check._tag === "Granted") yield* annotateFiberLogs({ api_key: check.key.id })
     return check
   })
 
@@ -94,7 +95,7 @@ export const makeRoutes = Effect.gen(function* () {
     const local = config.models.some((m) => m.id === wire.model)
     const announced = local ? Option.none() : yield* discovery.findModel(wire.model)
     const request = yield* toChatRequest(config, wire, Option.getOrUndefined(announced))
-    yield* Effect.annotateLogsScoped({ model: request.submit.model, stream: request.stream })
+    yield* annotateFiberLogs({ model: request.submit.model, stream: request.stream })
     yield* limits.acquire(check._tag === "Granted" ? check.key : undefined)
     if (!request.stream) return HttpServerResponse.unsafeJson(yield* chat.complete(request))
     const body = yield* chat.stream(request)

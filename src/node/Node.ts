@@ -9,6 +9,7 @@ import * as RunEvent from "../run/RunEvent.js"
 import type { NodeId, RunId } from "../run/RunEvent.js"
 import type { RunSink } from "../run/RunSink.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
+import { onCloseSync } from "../common/onClose.js"
 
 /** Hosts the providers of its models and executes runs with them. */
 export interface Node {
@@ -56,9 +57,8 @@ export const make = (options: {
           sink.emit([RunEvent.failed(`node ${options.id} does not serve model "${request.model}"`)])
         })
       }
-      return Effect.acquireRelease(Effect.sync(() => (active += 1)), () => Effect.sync(() => (active -= 1))).pipe(
-        Effect.zipRight(provider.start(request, sink))
-      )
+      active += 1
+      return onCloseSync(() => (active -= 1)).pipe(Effect.zipRight(provider.start(request, sink)))
     }
 
     return {

@@ -8,6 +8,7 @@ import { NodesAtCapacity, NoNodeForModel, type NodeUnavailable, type SubmitError
 import type { NodeId, RunId } from "./RunEvent.js"
 import type { RunSink } from "./RunSink.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
+import { onCloseSync } from "../common/onClose.js"
 
 /** A node as the edge reaches it through some transport. */
 export interface NodeConnection {
@@ -118,20 +119,21 @@ export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* ()
     ).pipe(Effect.asVoid)
 
   const acquire = (model: string, exclude?: ReadonlySet<NodeId>) =>
-    Effect.acquireRelease(
-      Effect.suspend((): Effect.Effect<Entry, SubmitError> => {
-        const chosen = selectNode(entries.values(), model, exclude)
-        if (chosen === "none") return Effect.fail(new NoNodeForModel({ model }))
-        if (chosen === "full") return Effect.fail(new NodesAtCapacity({ model }))
-        chosen.inFlight += 1
-        return Effect.succeed(chosen)
-      }),
-      (entry) => Effect.sync(() => (entry.inFlight = Math.max(0, entry.inFlight - 1)))
-    ).pipe(
+    Effect.suspend((): Effect.Effect<Entry, SubmitError> => {
+      const chosen = selectNode(entries.values(), model, exclude)
+      if (chosen === "none") return Effect.fail(new NoNodeForModel({ model }))
+      if (chosen === "full") return Effect.fail(new NodesAtCapacity({ model }))
+      chosen.inFlight += 1
+      return Effect.succeed(chosen)
+    }).pipe(
       Effect.flatMap((entry) => {
         const mine: Array<() => void> = []
+        // One finalizer gives the slot back and drops the lease's node-loss watchers.
         return Effect.as(
-          Effect.addFinalizer(() => Effect.sync(() => mine.forEach((f) => entry.watchers.delete(f)))),
+          onCloseSync(() => {
+            entry.inFlight = Math.max(0, entry.inFlight - 1)
+            for (const f of mine) entry.watchers.delete(f)
+          }),
           {
             node: entry.node,
             onGone: (f: () => void) => {

@@ -16,6 +16,7 @@ import { RunChannel } from "./RunChannel.js"
 import { type NodeId, type RunEvent, RunId } from "./RunEvent.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
 import * as Watchdog from "./Watchdog.js"
+import { onCloseSync } from "../common/onClose.js"
 
 export interface RunDispatch {
   readonly runId: RunId
@@ -129,10 +130,8 @@ export const make = (
       const nodeId = lease.node.id
       lease.onGone(() => channel.fail(new NodeDisconnected({ nodeId })))
       const entry: Active = { channel, scope: runScope }
-      yield* Effect.acquireRelease(
-        Effect.sync(() => active.add(entry)),
-        () => Effect.sync(() => active.delete(entry))
-      ).pipe(
+      active.add(entry)
+      yield* onCloseSync(() => active.delete(entry)).pipe(
         Effect.zipRight(watchdog.watch({
           get lastEventAt() {
             return channel.lastEventAt

@@ -1,6 +1,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import { onCloseSync } from "../common/onClose.js"
 
 /** What the watchdog watches: when something last happened, and what to do when nothing did for too long. */
 export interface Watched {
@@ -43,12 +44,10 @@ export const make = (idleMs: number): Effect.Effect<Watchdog, never, Scope.Scope
     yield* Effect.forkScoped(Effect.forever(round))
 
     const watch = (w: Watched) =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
-          watched.add(w)
-          anything.unsafeOpen()
-        }),
-        () => Effect.sync(() => watched.delete(w))
-      )
+      Effect.suspend(() => {
+        watched.add(w)
+        anything.unsafeOpen()
+        return onCloseSync(() => watched.delete(w))
+      })
     return { watch }
   })

@@ -14,6 +14,7 @@ import { Metrics } from "../../observability/Metrics.js"
 import type { SubmitError } from "../../run/errors.js"
 import type { RunDispatch } from "../../run/RunService.js"
 import * as Render from "./render.js"
+import { onClose } from "../../common/onClose.js"
 
 export declare namespace ChatCompletions {
   export interface Service {
@@ -56,9 +57,9 @@ export const make = Effect.gen(function* () {
       let terminal: Terminal | undefined
       if (stream) {
         yield* metrics.streamOpened
-        yield* Effect.addFinalizer(() => metrics.streamClosed)
+        yield* onClose(metrics.streamClosed)
       }
-      yield* Effect.addFinalizer(() =>
+      yield* onClose(
         Effect.suspend(() => metrics.request({ model: request.submit.model, stream, outcome: outcomeOf(terminal) }))
       )
       return (t: Terminal) => {

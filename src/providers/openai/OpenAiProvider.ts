@@ -13,6 +13,7 @@ import * as Mapper from "./toRunEvents.js"
 import { toUpstreamBody } from "./upstreamRequest.js"
 import { makeUpstreamDecoder, type UpstreamDecoder } from "./upstreamSse.js"
 import { clip, errorBodyMessage } from "./upstreamWire.js"
+import { onCloseSync } from "../../common/onClose.js"
 
 /**
  * A provider for any OpenAI-compatible upstream (llama.cpp, vLLM, Ollama,
@@ -73,7 +74,7 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
         }
         const run = makeRun(sink, initialState)
         const body = JSON.stringify(toUpstreamBody(request, bodyOptions))
-        return Effect.addFinalizer(() => Effect.sync(run.close)).pipe(
+        return onCloseSync(run.close).pipe(
           Effect.zipRight(
             Effect.forkScoped(
               run.connect(target, body).pipe(
@@ -100,6 +101,9 @@ const requestHeaders = (options: Options): Record<string, string> => {
 
 const ignore = (): void => {}
 
+/** How long the rest of a finished response may take to arrive before its connection is given up. */
+const DRAIN_MS = 1_000
+
 const STREAMING = { stream: true } as const
 
 /**
@@ -117,6 +121,8 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
   let text: TextDecoder | undefined
   let sse: UpstreamDecoder | undefined
   let errorText = ""
+  /** The response body was read to its end (its connection is free for the next request). */
+  let ended = false
 
   // Folds inputs through the mapper; at most one `emit` for all the events that came out.
   const deliver = (inputs: ReadonlyArray<Mapper.StreamInput>): void => {
@@ -151,11 +157,18 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
   const finish = (): void => {
     if (done) return
     done = true
-    detach()
+    detach(false)
     sink.end()
   }
 
-  const detach = (): void => {
+  /**
+   * Stops listening. A body that has not ended yet (the terminal event came
+   * before the end of the response, as `[DONE]` does) is drained rather than
+   * destroyed, so that its keep-alive connection goes back to the pool: a
+   * destroyed body costs the next run a new connection. `abort` (the run was
+   * cancelled) destroys it at once; a drain that takes too long does too.
+   */
+  const detach = (abort: boolean): void => {
     const b = body
     if (b === undefined) return
     body = undefined
@@ -165,8 +178,14 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
     b.off("data", onErrorData)
     b.off("end", onErrorEnd)
     b.off("error", onErrorEnd)
+    if (ended) return
     // Undici errors a body destroyed before its end; `ignore` (attached first) hears it.
-    b.destroy()
+    if (abort) return void b.destroy()
+    const timer = setTimeout(() => b.destroy(), DRAIN_MS)
+    timer.unref()
+    b.on("end", () => clearTimeout(timer))
+    b.on("data", ignore)
+    b.resume()
   }
 
   const onData = (bytes: Uint8Array): void => {
@@ -174,6 +193,7 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
   }
 
   const onEnd = (): void => {
+    ended = true
     deliver([Mapper.END])
     finish()
   }
@@ -190,6 +210,7 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
 
   // The end of an error answer's body, or as much of it as was read.
   const onErrorEnd = (): void => {
+    ended = errorText.length < MAX_ERROR_BODY_CHARS
     deliver([transportFailed(`upstream answered HTTP ${status}: ${errorBodyMessage(errorText)}`)])
     finish()
   }
@@ -257,7 +278,7 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
   const close = (): void => {
     if (done) return
     done = true
-    detach()
+    detach(true)
     controller.abort()
     sink.end()
   }
