@@ -8,6 +8,7 @@
  */
 import { Agent, type ClientRequest, request } from "node:http"
 import type { Socket } from "node:net"
+import { completionText } from "./fakeText.js"
 
 export interface Outcome {
   /** HTTP 200, `[DONE]` seen, and the stream ended. */
@@ -43,21 +44,40 @@ const post = (port: number, agent: Agent, body: string): ClientRequest =>
     headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
   })
 
-/** Counts the content tokens in the complete SSE events of `text`; returns what is left over. */
-const scan = (text: string, onToken: () => void, onDone: () => void): string => {
+/**
+ * Reads the complete SSE events of `text`: the content characters they carry
+ * (a relay may join the deltas that arrived together into one chunk, so
+ * tokens are counted from the text, not from the chunks) and `[DONE]`;
+ * returns what is left over.
+ */
+const scan = (text: string, onContent: (chars: number) => void, onDone: () => void): string => {
   let start = 0
   for (let end = text.indexOf("\n\n"); end >= 0; end = text.indexOf("\n\n", start)) {
     const at = text.indexOf(CONTENT, start)
-    if (at >= 0 && at < end && text.charCodeAt(at + CONTENT.length) !== QUOTE) onToken()
-    else if (text.startsWith("data: [DONE]", start)) onDone()
+    if (at >= 0 && at < end && text.charCodeAt(at + CONTENT.length) !== QUOTE) {
+      const frame = JSON.parse(text.slice(start + "data: ".length, end)) as {
+        choices?: Array<{ delta?: { content?: unknown } }>
+      }
+      const content = frame.choices?.[0]?.delta?.content
+      if (typeof content === "string") onContent(content.length)
+    } else if (text.startsWith("data: [DONE]", start)) onDone()
     start = end + 2
   }
   return start === 0 ? text : text.slice(start)
 }
 
-export const streamOnce = (port: number, agent: Agent, body: string, timeoutMs: number): Promise<Outcome> =>
+/** One streamed request: its tokens are `expectTokens` when its content has the expected length, else 0. */
+export const streamOnce = (
+  port: number,
+  agent: Agent,
+  body: string,
+  timeoutMs: number,
+  expectTokens: number
+): Promise<Outcome> =>
   new Promise((resolve) => {
-    let tokens = 0
+    const expectChars = completionText(expectTokens).length
+    let chars = 0
+    let contentChunks = 0
     let ttftMs = Number.NaN
     let reads = 0
     let head = ""
@@ -69,11 +89,13 @@ export const streamOnce = (port: number, agent: Agent, body: string, timeoutMs: 
       clearTimeout(timer)
       const problem = error ?? (done ? undefined : "stream ended without [DONE]")
       // A stream without a single token usually carries the relay's error event: keep its start to show it.
-      const shown = problem ?? (tokens === 0 ? `no tokens; body: ${head.replace(/\s+/g, " ")}` : undefined)
+      const tokens = chars === expectChars ? expectTokens : contentChunks
+      const shown = problem ?? (chars === 0 ? `no tokens; body: ${head.replace(/\s+/g, " ")}` : undefined)
       resolve({ ok: problem === undefined, tokens, ttftMs, reads, error: shown })
     }
-    const onToken = () => {
-      if (tokens++ === 0) ttftMs = performance.now() - started
+    const onContent = (n: number) => {
+      if (contentChunks++ === 0) ttftMs = performance.now() - started
+      chars += n
     }
     const onDone = () => {
       done = true
@@ -91,7 +113,7 @@ export const streamOnce = (port: number, agent: Agent, body: string, timeoutMs: 
       res.on("data", (text: string) => {
         reads++
         if (head.length < 300) head = (head + text).slice(0, 300)
-        pending = scan(pending + text, onToken, onDone)
+        pending = scan(pending + text, onContent, onDone)
       })
       res.on("end", () => finish(undefined))
       res.on("error", (e) => finish(`response: ${e.message}`))
@@ -201,7 +223,7 @@ export const runLoad = async (options: {
     // A broken target fails fast: stop after a few errors instead of spinning to the deadline.
     while (performance.now() < deadline && errors < 50) {
       const outcome = options.expectContent === undefined
-        ? await streamOnce(options.port, agent, options.body, 30_000)
+        ? await streamOnce(options.port, agent, options.body, 30_000, options.expectTokens)
         : await completeOnce(options.port, agent, options.body, 30_000, {
           content: options.expectContent,
           tokens: options.expectTokens

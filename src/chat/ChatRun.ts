@@ -1,3 +1,4 @@
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -7,6 +8,7 @@ import type * as Scope from "effect/Scope"
 import { randomInt } from "node:crypto"
 import { Metrics, type Outcome } from "../observability/Metrics.js"
 import type { RunError, SubmitError } from "../run/errors.js"
+import type { RunEvent } from "../run/RunEvent.js"
 import type { RunDispatch } from "../run/RunService.js"
 import { RunService } from "../run/RunService.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
@@ -244,11 +246,14 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
           return out
         }
 
+        // Trace mode logs every delta as it came; otherwise what arrived together is folded as one text.
+        const inputsOf = (events: Chunk.Chunk<RunEvent>): ReadonlyArray<Session.SessionInput> =>
+          trace === undefined ? Session.coalesce(Chunk.toReadonlyArray(events)) : Chunk.toReadonlyArray(events)
         const pull: Effect.Effect<ReadonlyArray<Session.Emission>> = Effect.matchEffect(handle.take, {
           onSuccess: ([events, done]) =>
             Effect.sync(() => {
               const arrivedAt = performance.now()
-              const out = fold(events, arrivedAt)
+              const out = fold(inputsOf(events), arrivedAt)
               // Events that ended without a terminal: the session says so (it owns "exactly one terminal").
               return done && session._tag === "Open" ? [...out, ...fold([Session.END], arrivedAt)] : out
             }),

@@ -298,3 +298,33 @@ export const run = (config: SessionConfig, inputs: Iterable<SessionInput>): Read
   }
   return out
 }
+
+/**
+ * The inputs of one batch (what arrived together) with adjacent text deltas
+ * of the same kind joined: the session's output is the same for any split of
+ * the text (property-tested), so a read of 200 events costs one step instead
+ * of 200, and the response writes one chunk for them.
+ */
+export const coalesce = (inputs: ReadonlyArray<SessionInput>): ReadonlyArray<SessionInput> => {
+  if (inputs.length < 2) return inputs
+  const out: Array<SessionInput> = []
+  let tag: "Delta" | "ReasoningDelta" | undefined
+  let text = ""
+  const flushText = () => {
+    if (tag !== undefined) out.push({ _tag: tag, text })
+    tag = undefined
+    text = ""
+  }
+  for (const input of inputs) {
+    if (input._tag === "Delta" || input._tag === "ReasoningDelta") {
+      if (input._tag !== tag) flushText()
+      tag = input._tag
+      text += input.text
+    } else {
+      flushText()
+      out.push(input)
+    }
+  }
+  flushText()
+  return out
+}

@@ -66,7 +66,11 @@ export interface RunServiceOptions {
 /** Nodes a run is offered to before a refusal reaches the caller. */
 const MAX_NODE_ATTEMPTS = 3
 
-export const newRunId = (): RunId => RunId.make(`run_${randomBytes(12).toString("base64url")}`)
+// A random prefix per process and a counter: unique across edges, and cheaper than random bytes per run.
+const RUN_PREFIX = randomBytes(9).toString("base64url")
+let runCounter = 0
+
+export const newRunId = (): RunId => RunId.make(`run_${RUN_PREFIX}${(runCounter++).toString(36).padStart(6, "0")}`)
 
 interface Active {
   readonly channel: RunChannel

@@ -25,7 +25,48 @@ const arbitraryInput: fc.Arbitrary<Session.SessionInput> = fc.oneof(
   fc.constant(Session.outcome(new RunFailed({ reason: "node disconnected" })))
 )
 
+const markupPiece = fc.constantFrom(
+  "Hi ", "<think>", "hmm", "</think>", "<tool_call>", "{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Oslo\"}}",
+  "</tool_call>", "<|im_end|>", "<|im_", "end|>", " done", "<tool", "{{", "\n"
+)
+const textInput: fc.Arbitrary<Session.SessionInput> = fc.oneof(
+  markupPiece.map(RunEvent.delta),
+  markupPiece.map(RunEvent.reasoningDelta)
+)
+
+const callsOf = (out: ReadonlyArray<Session.Emission>) =>
+  out.flatMap((e) => (e._tag === "ToolCalls" ? e.calls.map((c) => [c.name, c.arguments]) : []))
+
 describe("session", () => {
+  it.prop(
+    "coalesce: a batch with its adjacent deltas joined gives the same content, reasoning, calls and terminal",
+    [fc.array(textInput, { maxLength: 25 }), fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 25 })],
+    ([inputs, withTools, implicitThink, cut]) => {
+      const config = sessionConfig({ tools: withTools ? [weatherTool] : [] })
+      const cfg = { ...config, policy: { ...config.policy, implicitThink } }
+      // Two batches, as two reads would deliver them, each coalesced on its own.
+      const all = [...inputs, done()]
+      const batches = [all.slice(0, cut), all.slice(cut)]
+      const plain = Session.run(cfg, all)
+      const joined = Session.run(cfg, batches.flatMap((b) => Session.coalesce(b)))
+      expect(contentOf(joined)).toBe(contentOf(plain))
+      expect(reasoningOf(joined)).toBe(reasoningOf(plain))
+      expect(callsOf(joined)).toEqual(callsOf(plain))
+      expect(terminals(joined).map((t) => t._tag)).toEqual(terminals(plain).map((t) => t._tag))
+    },
+    { fastCheck: { numRuns: 1000 } }
+  )
+
+  it("coalesce joins only adjacent deltas of one kind and keeps everything else in place", () => {
+    const end = done()
+    expect(Session.coalesce([RunEvent.delta("a"), RunEvent.delta("b"), RunEvent.reasoningDelta("r"), RunEvent.reasoningDelta("s"), RunEvent.delta("c"), end])).toEqual([
+      RunEvent.delta("ab"),
+      RunEvent.reasoningDelta("rs"),
+      RunEvent.delta("c"),
+      end
+    ])
+  })
+
   it.prop(
     "exactly one terminal emission, last, whatever the event order",
     [fc.array(arbitraryInput, { maxLength: 30 }), fc.boolean()],

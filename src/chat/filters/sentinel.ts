@@ -30,7 +30,7 @@ export interface SentinelState {
   readonly ended: boolean
 }
 
-const makeMatcher = (sentinels: ReadonlyArray<string>): Matcher => {
+const buildMatcher = (sentinels: ReadonlyArray<string>): Matcher => {
   // An empty sentinel would match everywhere and swallow the whole stream.
   const nonEmpty = sentinels.filter((s) => s.length > 0)
   const prefixes = new Set<string>()
@@ -41,6 +41,20 @@ const makeMatcher = (sentinels: ReadonlyArray<string>): Matcher => {
     firstChars: [...new Set(nonEmpty.map((s) => s.charAt(0)))],
     longest: Math.max(0, ...nonEmpty.map((s) => s.length))
   }
+}
+
+// One matcher per distinct sentinel list (there is one per model): built once, not per response.
+const matchers = new Map<string, Matcher>()
+const MAX_MATCHERS = 256
+
+const makeMatcher = (sentinels: ReadonlyArray<string>): Matcher => {
+  const key = sentinels.join("\u0000")
+  const known = matchers.get(key)
+  if (known !== undefined) return known
+  if (matchers.size >= MAX_MATCHERS) matchers.clear()
+  const built = buildMatcher(sentinels)
+  matchers.set(key, built)
+  return built
 }
 
 export const initial = (sentinels: ReadonlyArray<string>): SentinelState => ({

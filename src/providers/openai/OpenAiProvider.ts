@@ -63,7 +63,6 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
     }
     const initialState = Mapper.initial({ toolMode: options.toolMode, upstreamModel: options.upstreamModel })
     const bodyOptions = { upstreamModel: options.upstreamModel, toolMode: options.toolMode } as const
-    const spanAttributes = { "iop.upstream_model": options.upstreamModel }
 
     const start = (request: SubmitRunRequest, sink: RunSink): Effect.Effect<void, never, Scope.Scope> =>
       Effect.suspend(() => {
@@ -74,18 +73,7 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
         }
         const run = makeRun(sink, initialState)
         const body = JSON.stringify(toUpstreamBody(request, bodyOptions))
-        return onCloseSync(run.close).pipe(
-          Effect.zipRight(
-            Effect.forkScoped(
-              run.connect(target, body).pipe(
-                Effect.withSpan("OpenAiProvider.connect", {
-                  attributes: { ...spanAttributes, "iop.model": request.model }
-                })
-              )
-            )
-          ),
-          Effect.asVoid
-        )
+        return onCloseSync(run.close).pipe(Effect.zipRight(Effect.sync(() => run.connect(target, body))))
       })
 
     return { start }
@@ -237,42 +225,37 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
 
   const failBeforeResponse = (message: string): void => deliver([transportFailed(message)])
 
-  const send = (target: Target, requestBody: string) =>
-    Effect.async<Undici.Dispatcher.ResponseData, unknown>((resume) => {
-      target.dispatcher.request(
-        {
-          origin: target.origin,
-          path: target.path,
-          method: "POST",
-          headers: target.headers,
-          body: requestBody,
-          signal: controller.signal,
-          headersTimeout: HEADERS_TIMEOUT_MS,
-          bodyTimeout: 0
-        },
-        (error, response) => {
-          if (error) return resume(Effect.fail(error))
-          // Heard before anything else: undici errors a body it destroys (abort, reset), and an unheard
-          // 'error' would crash the process, even for a response that arrives after the run was closed.
-          response.body.on("error", ignore)
-          if (done) response.body.destroy()
-          resume(Effect.succeed(response))
+  /**
+   * Sends the request; everything after it happens in undici's callbacks, so
+   * a run has no fiber of its own. An upstream may close an idle keep-alive
+   * connection just as it is reused: no byte of an answer came back, so the
+   * request is sent once more on a fresh connection.
+   */
+  const connect = (target: Target, requestBody: string, retried = false): void => {
+    if (done) return
+    target.dispatcher.request(
+      {
+        origin: target.origin,
+        path: target.path,
+        method: "POST",
+        headers: target.headers,
+        body: requestBody,
+        signal: controller.signal,
+        headersTimeout: HEADERS_TIMEOUT_MS,
+        bodyTimeout: 0
+      },
+      (error, response) => {
+        if (error) {
+          if (!retried && !done && isStaleConnection(error)) return connect(target, requestBody, true)
+          return failBeforeResponse(`upstream request failed: ${describeError(error)}`)
         }
-      )
-    })
-
-  /** Sends the request and attaches the body reader: the run's only fiber, gone once the headers are in. */
-  const connect = (target: Target, requestBody: string): Effect.Effect<void> =>
-    send(target, requestBody).pipe(
-      // An upstream may close an idle keep-alive connection just as it is reused; no byte of an answer came
-      // back, so the request is sent once more on a fresh connection.
-      Effect.retry({ times: 1, while: (error) => !done && isStaleConnection(error) }),
-      Effect.matchEffect({
-        onFailure: (error) =>
-          Effect.sync(() => failBeforeResponse(`upstream request failed: ${describeError(error)}`)),
-        onSuccess: (response) => Effect.sync(() => onResponse(response))
-      })
+        // Heard before anything else: undici errors a body it destroys (abort, reset), and an unheard
+        // 'error' would crash the process, even for a response that arrives after the run was closed.
+        response.body.on("error", ignore)
+        onResponse(response)
+      }
     )
+  }
 
   /** The run scope's finalizer: nothing reaches the sink after it; the sink is ended as `fromStream` does. */
   const close = (): void => {
