@@ -18,6 +18,27 @@ import { type EdgeError, toHttpError } from "./openaiError.js"
 import { decodeBody, toChatRequest } from "./toChatRequest.js"
 import { annotateFiberLogs } from "../common/onClose.js"
 
+/**
+ * A defect (a bug) while handling a request: logged and answered as a JSON
+ * 500, never an empty one. The message says nothing of the defect itself.
+ */
+const defectResponse = (defect: unknown) =>
+  Effect.logError("request failed with a defect").pipe(
+    Effect.annotateLogs({ error: clipText(defect instanceof Error ? defect.message : String(defect), 500) }),
+    Effect.as(
+      HttpServerResponse.unsafeJson(
+        { error: { message: "internal error", type: "server_error", param: null, code: null } },
+        { status: 500 }
+      )
+    )
+  )
+
+const clipText = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text)
+
+/** Typed errors → their OpenAI answer; defects → a logged JSON 500. */
+const answerErrors = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, EdgeError, R>) =>
+  handler.pipe(Effect.catchAll(errorResponse), Effect.catchAllDefect(defectResponse))
+
 export const errorResponse = (e: EdgeError) => {
   const { status, body, headers } = toHttpError(e)
   return HttpServerResponse.unsafeJson(body, headers === undefined ? { status } : { status, headers })
@@ -82,7 +103,7 @@ export const makeRoutes = Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     if (!(yield* lifecycle.serving)) return yield* Effect.fail(new ShuttingDown())
     const check = checkKey(request.headers["authorization"])
-    if (check._tag === "Denied") return yield* Effect.fail(new Unauthorized())
+    if (check._tag === "Denied") return yield* Effect.fail(new Unauthorized({ reason: check.reason }))
     if (check._tag === "Granted") yield* annotateFiberLogs({ api_key: check.key.id })
     return check
   })
@@ -100,7 +121,7 @@ export const makeRoutes = Effect.gen(function* () {
     if (!request.stream) return HttpServerResponse.unsafeJson(yield* chat.complete(request))
     const body = yield* chat.stream(request)
     return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
-  }).pipe(Effect.catchAll(errorResponse))
+  }).pipe(answerErrors)
 
   const models = Effect.gen(function* () {
     const check = yield* guard
@@ -112,7 +133,7 @@ export const makeRoutes = Effect.gen(function* () {
         .filter((id) => allows(check, id))
         .map((id) => ({ id, object: "model", created: 0, owned_by: "iop" }))
     })
-  }).pipe(Effect.catchAll(errorResponse))
+  }).pipe(answerErrors)
 
   const health = lifecycle.serving.pipe(
     Effect.map((ok) =>

@@ -339,4 +339,13 @@ describe("ChatCompletions", () => {
       expect(choice?.message.refusal).toBeNull()
     }).pipe(Effect.provide(layer))
   })
+
+  it.scoped("a defect mid-stream still ends the stream with one run_error and [DONE]", () => {
+    const { layer } = setup([eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.dieMessage("bug"))))])
+    return Effect.gen(function* () {
+      const chat = yield* ChatCompletions
+      const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "echo", stream: true }))))
+      expect(out.filter((i) => i._tag === "Error")).toEqual([{ _tag: "Error", error: { type: "run_error", message: "internal error" } }])
+    }).pipe(Effect.provide(layer))
+  })
 })

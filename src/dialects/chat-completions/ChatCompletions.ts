@@ -8,7 +8,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ChatRequest } from "../../chat/ChatRequest.js"
 import { Chat, type Collected, outcomeOf } from "../../chat/ChatRun.js"
-import type { RunOutcomeError } from "../../chat/errors.js"
+import { type RunOutcomeError, RunFailed } from "../../chat/errors.js"
 import type { Terminal } from "../../chat/session.js"
 import { Metrics } from "../../observability/Metrics.js"
 import type { SubmitError } from "../../run/errors.js"
@@ -76,16 +76,30 @@ export const make = Effect.gen(function* () {
       const run = yield* chat.open(request)
       const render = Render.chunkRenderer(context(request, run.dispatch, created))
       let started = false
+      let finished = false
+      // A defect (a bug) must not cut the stream short: it ends as one run_error and `[DONE]`.
+      const next = run.next.pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.logError("stream failed with a defect").pipe(
+            Effect.annotateLogs({ error: defect instanceof Error ? defect.message.slice(0, 500) : "defect" }),
+            Effect.as([{ _tag: "Error", error: new RunFailed({ reason: "internal error" }) }] as const)
+          )
+        )
+      )
       const pull: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> = Effect.suspend(() => {
         // The role chunk goes out at once: it sends the headers and starts the client's clock.
         if (!started) {
           started = true
           return Effect.succeed(bytes(render.role))
         }
-        return Effect.flatMap(run.next, (out) => {
+        if (finished) return Effect.fail(Option.none())
+        return Effect.flatMap(next, (out) => {
           if (out === undefined) return Effect.fail(Option.none())
           const last = out[out.length - 1]
-          if (last !== undefined && (last._tag === "Finish" || last._tag === "Error")) ended(last)
+          if (last !== undefined && (last._tag === "Finish" || last._tag === "Error")) {
+            finished = true
+            ended(last)
+          }
           const text = render.batch(out)
           return Effect.succeed(text === "" ? Chunk.empty() : bytes(text))
         })
