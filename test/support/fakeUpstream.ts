@@ -39,6 +39,8 @@ export interface FakeUpstream {
   readonly aborted: Array<{ readonly at: number }>
   /** `Date.now()` when the fake had written a response to its end (the client may not have read it yet). */
   readonly finished: Array<{ readonly at: number }>
+  /** TCP connections accepted so far (a client that reuses its keep-alive connections opens one). */
+  readonly connections: () => number
   readonly close: () => Promise<void>
 }
 
@@ -164,6 +166,8 @@ export const startFakeUpstream = async (
       res.end(String(error))
     })
   })
+  let connections = 0
+  server.on("connection", () => connections++)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const { port } = server.address() as AddressInfo
   return {
@@ -171,6 +175,7 @@ export const startFakeUpstream = async (
     requests,
     aborted,
     finished,
+    connections: () => connections,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve())
