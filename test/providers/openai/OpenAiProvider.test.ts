@@ -277,7 +277,13 @@ describe("OpenAiProvider", () => {
 
   it.scopedLive("a finished response gives its connection back to the pool: six runs in a row use at most two", () =>
     Effect.gen(function*() {
-      const fake = yield* fakeUpstream({ kind: "sse", events: textStream(["a", "b"]) })
+      // `[DONE]`, then the end of the body a little later (as a real server's last write may come).
+      const fake = yield* fakeUpstream({
+        kind: "sse",
+        events: [...textStream(["a", "b"]), "data: [DONE]\n\n", ": end\n\n"],
+        delayMs: 20,
+        done: false
+      })
       const provider = yield* providerFor(fake)
       for (let i = 0; i < 6; i++) {
         const events = yield* Effect.scoped(collectEvents(provider, request))
