@@ -1,3 +1,4 @@
+import { clipJoin } from "../common/clip.js"
 import type { RunEvent, Usage } from "../run/RunEvent.js"
 import { type RunOutcomeError, RunFailed, ToolValidationFailed } from "./errors.js"
 import * as Holdback from "./filters/holdback.js"
@@ -8,7 +9,7 @@ import { reasoningOnlyContent } from "./reasoningFallback.js"
 import { wrapAsCompletionTool } from "./toolcalls/completionTool.js"
 import { normaliseToolCalls } from "./toolcalls/native.js"
 import type { ParsedToolCall, RequestTool, ToolCall, ToolChoiceMode } from "./toolcalls/types.js"
-import { validateToolCalls } from "./toolcalls/validate.js"
+import { MAX_REASON_CHARS, validateToolCalls } from "./toolcalls/validate.js"
 
 /**
  * The chat-stream session as a reducer: run events in, OpenAI-level
@@ -251,7 +252,8 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   s = reasoning(s, Sentinel.flush(s.reasoningSentinel), out)
 
   if (s.malformed.length > 0) {
-    return [s, [...out, invalid(`malformed tool call markup: ${s.malformed.join("; ")}`)]]
+    const reasons = clipJoin(s.malformed, "; ", 3, MAX_REASON_CHARS - "malformed tool call markup: ".length)
+    return [s, [...out, invalid(`malformed tool call markup: ${reasons}`)]]
   }
   let calls = normaliseToolCalls([...complete.toolCalls, ...s.textCalls], config.tools, config.newToolCallId)
   let held = s.held

@@ -1,6 +1,10 @@
 /** JSON helpers shared by the text formats: parsing without exceptions, and a call object to a ParsedToolCall. */
+import { clip } from "../../common/clip.js"
 import { type BlockResult, calls, malformed } from "./block.js"
 import type { ParsedToolCall, RequestTool } from "./types.js"
+
+/** A part of a parser's reason taken from the response (a tool name, a parser's message) is clipped to this. */
+export const REASON_PART_CHARS = 64
 
 export type JsonResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string }
 
@@ -34,7 +38,7 @@ export const callFromValue = (value: unknown, where: string): ParsedToolCall | s
   const name = value["name"]
   if (typeof name !== "string" || name.trim() === "") return `${where}: no tool name`
   const args = argumentsText("arguments" in value ? value["arguments"] : value["parameters"])
-  if (args === undefined) return `${where}: arguments of "${name}" are not a JSON object`
+  if (args === undefined) return `${where}: arguments of "${clip(name, REASON_PART_CHARS)}" are not a JSON object`
   return { name: name.trim(), arguments: args }
 }
 
@@ -43,7 +47,7 @@ export const parseJsonCalls = (body: string, where: string): BlockResult => {
   const text = stripFence(body.trim())
   if (text === "") return malformed(`${where}: empty`)
   const parsed = parseJson(text)
-  if (!parsed.ok) return malformed(`${where}: invalid JSON (${parsed.error})`)
+  if (!parsed.ok) return malformed(`${where}: invalid JSON (${clip(parsed.error, REASON_PART_CHARS * 2)})`)
   const values = Array.isArray(parsed.value) ? parsed.value : [parsed.value]
   if (values.length === 0) return malformed(`${where}: no calls`)
   const out: Array<ParsedToolCall> = []

@@ -1,6 +1,7 @@
 /** JSON Schema `pattern` and `patternProperties` evaluated by RE2 (re2js): linear in the input, never backtracking. */
 import type { CodeOptions } from "ajv"
 import { RE2JS } from "re2js"
+import { clip, excerpt } from "../../common/clip.js"
 
 /** ajv's `code.regExp` option (its type is not exported by name) and what it returns. */
 export type RegExpEngine = NonNullable<CodeOptions["regExp"]>
@@ -69,8 +70,8 @@ export const makeLinearRegExpEngine = (): LinearRegExpEngine => {
     const compiled = compileLinear(pattern)
     if (compiled.ok) return compiled.regExp
     rejected.push(
-      `pattern ${JSON.stringify(pattern)} cannot be matched in linear time (RE2 syntax, no lookaround or ` +
-        `backreferences): ${compiled.error}`
+      `pattern ${excerpt(pattern, 64)} cannot be matched in linear time (RE2 syntax, no lookaround or ` +
+        `backreferences): ${clip(compiled.error, 120)}`
     )
     return keyed(`rejected:${pattern}`, () => false)
   }

@@ -3,8 +3,9 @@
  * the v11 form `[TOOL_CALLS]name[ARGS]{...}` (ends where the object closes). A body that fits neither runs to the
  * end of the stream and is malformed.
  */
+import { clip } from "../../common/clip.js"
 import { calls, indexOfCi, isWhitespace, lowerCode, malformed, type ScannedFormat } from "./block.js"
-import { argumentsText, parseJson, parseJsonCalls } from "./json.js"
+import { argumentsText, parseJson, parseJsonCalls, REASON_PART_CHARS } from "./json.js"
 import { JSON_OPENED, jsonClosed, jsonStep } from "./jsonScan.js"
 
 const WHERE = "[TOOL_CALLS]"
@@ -52,10 +53,11 @@ const parse: ScannedFormat["parse"] = (body, complete) => {
   const at = indexOfCi(text, ARGS_TAG, 0)
   const name = text.slice(0, Math.max(0, at)).trim()
   const parsed = parseJson(text.slice(at + ARGS_TAG.length))
-  if (at < 0 || name === "" || !parsed.ok) return malformed(`${WHERE}${name}[ARGS]: invalid JSON`)
+  const shown = clip(name, REASON_PART_CHARS)
+  if (at < 0 || name === "" || !parsed.ok) return malformed(`${WHERE}${shown}[ARGS]: invalid JSON`)
   const args = argumentsText(parsed.value)
   return args === undefined
-    ? malformed(`${WHERE}${name}[ARGS]: arguments are not a JSON object`)
+    ? malformed(`${WHERE}${shown}[ARGS]: arguments are not a JSON object`)
     : calls([{ name, arguments: args }])
 }
 

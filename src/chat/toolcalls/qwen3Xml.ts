@@ -2,8 +2,9 @@
  * Qwen3-Coder: `<tool_call><function=NAME><parameter=KEY>VALUE</parameter>...</function></tool_call>`. Values are
  * plain text, typed by the tool's JSON Schema property.
  */
+import { clip } from "../../common/clip.js"
 import { calls, indexOfCi, malformed, type TagFormat } from "./block.js"
-import { findTool, isRecord, parseJson } from "./json.js"
+import { findTool, isRecord, parseJson, REASON_PART_CHARS } from "./json.js"
 import type { RequestTool } from "./types.js"
 
 const FUNCTION = "<function="
@@ -80,7 +81,7 @@ const parse: TagFormat["parse"] = (body, closed, tools) => {
   if (name === "") return malformed(`${WHERE}: no tool name`)
   const fnEnd = indexOfCi(body, FUNCTION_END, nameEnd)
   // Without its close tag the block must at least have finished its function.
-  if (fnEnd < 0 && !closed) return malformed(`${WHERE}: unterminated <function=${name}>`)
+  if (fnEnd < 0 && !closed) return malformed(`${WHERE}: unterminated <function=${clip(name, REASON_PART_CHARS)}>`)
   const end = fnEnd < 0 ? body.length : fnEnd
   const props = properties(tools, name)
   const args: Record<string, unknown> = {}

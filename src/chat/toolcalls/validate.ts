@@ -3,14 +3,30 @@ import { Ajv, type ErrorObject, type Options, type ValidateFunction } from "ajv"
 import { Ajv2019 } from "ajv/dist/2019.js"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormats from "ajv-formats"
+import { clip, clipJoin, excerpt } from "../../common/clip.js"
 import { isRecord, parseJson } from "./json.js"
 import { type LinearRegExpEngine, makeLinearRegExpEngine, type RegExpEngine } from "./linearRegExp.js"
 import type { ParsedToolCall, RequestTool, ToolChoiceMode } from "./types.js"
 
 export type Verdict = { readonly _tag: "Valid" } | { readonly _tag: "Invalid"; readonly reason: string }
 
+/**
+ * A reason takes at most this many characters, whatever the request and the response hold: it is the client's
+ * error message, the replay's `reason` and a log field. Each part from outside input is clipped first (see `clip`),
+ * so that the parts after it (the keyword) survive.
+ */
+export const MAX_REASON_CHARS = 300
+/** A tool name, a JSON pointer or ajv's message in a reason. */
+const PART_CHARS = 64
+/** The excerpt of ajv's params (`allowedValues`, …) in a reason. */
+const PARAMS_CHARS = 64
+/** A compiler's error (a schema ajv or RE2 rejects) in a reason. */
+const COMPILE_ERROR_CHARS = 200
+
 const valid: Verdict = { _tag: "Valid" }
-const invalid = (reason: string): Verdict => ({ _tag: "Invalid", reason })
+const invalid = (reason: string): Verdict => ({ _tag: "Invalid", reason: clip(reason, MAX_REASON_CHARS) })
+/** A tool name (the model's or the request's) as a reason quotes it. */
+const tool = (name: string): string => `tool "${clip(name, PART_CHARS)}"`
 
 export const toolChoiceMode = (
   choice: "none" | "auto" | "required" | { readonly function: { readonly name: string } } | undefined
@@ -109,10 +125,12 @@ const compileSchema = (parameters: Readonly<Record<string, unknown>>): Compiled 
   try {
     const validate = compilerFor(g, draft).compile(schema)
     const rejected = g.regExp.takeRejected()
-    compiled = rejected.length === 0 ? { ok: true, validate } : { ok: false, error: rejected.join("; ") }
+    compiled = rejected.length === 0
+      ? { ok: true, validate }
+      : { ok: false, error: clipJoin(rejected, "; ", 2, COMPILE_ERROR_CHARS) }
   } catch (e) {
     g.regExp.takeRejected()
-    compiled = { ok: false, error: message(e) }
+    compiled = { ok: false, error: clip(message(e), COMPILE_ERROR_CHARS) }
   }
   g.cache.set(key, compiled)
   return compiled
@@ -134,33 +152,41 @@ export const validatorCacheStats = (): {
 /** The regular-expression engine the current compiler of `draft` was given (tests check it is the linear one). */
 export const regExpEngineOf = (draft: Draft): RegExpEngine => compilerFor(generation, draft).opts.code.regExp
 
-const describe = (error: ErrorObject): string => {
+/**
+ * `<pointer> <ajv's message>[ <detail>] (<keyword>)`, each part clipped: the detail is the additional property, or
+ * a short excerpt of the allowed values, never a whole `enum`, `const` or schema.
+ */
+export const describe = (error: ErrorObject): string => {
   const params: Record<string, unknown> = error.params
   const detail = error.keyword === "additionalProperties" && typeof params["additionalProperty"] === "string"
-    ? ` '${params["additionalProperty"]}'`
+    ? ` '${clip(params["additionalProperty"], PART_CHARS)}'`
     : error.keyword === "enum" && Array.isArray(params["allowedValues"])
-    ? `: ${JSON.stringify(params["allowedValues"])}`
+    ? `: ${excerpt(params["allowedValues"], PARAMS_CHARS)}`
     : ""
-  const path = error.instancePath === "" ? "/" : error.instancePath
-  return `${path} ${error.message ?? "is invalid"}${detail} (${error.keyword})`
+  const path = clip(error.instancePath === "" ? "/" : error.instancePath, PART_CHARS)
+  const text = clip(error.message ?? "is invalid", PART_CHARS)
+  return `${path} ${text}${detail} (${clip(error.keyword, PART_CHARS)})`
 }
 
 const validateCall = (call: ParsedToolCall, tools: ReadonlyArray<RequestTool>): Verdict => {
-  const tool = tools.find((t) => t.name === call.name)
-  if (tool === undefined) return invalid(`tool "${call.name}" is not one of the request's tools`)
+  const found = tools.find((t) => t.name === call.name)
+  const named = tool(call.name)
+  if (found === undefined) return invalid(`${named} is not one of the request's tools`)
   const args = parseJson(call.arguments)
-  if (!args.ok) return invalid(`tool "${call.name}": arguments are not valid JSON (${args.error})`)
-  if (!isRecord(args.value)) return invalid(`tool "${call.name}": arguments are not a JSON object`)
-  if (tool.parameters === undefined) return valid
-  const compiled = compileSchema(tool.parameters)
-  if (!compiled.ok) return invalid(`tool "${call.name}": the tool's parameters schema is invalid: ${compiled.error}`)
+  if (!args.ok) return invalid(`${named}: arguments are not valid JSON (${clip(args.error, PART_CHARS * 2)})`)
+  if (!isRecord(args.value)) return invalid(`${named}: arguments are not a JSON object`)
+  if (found.parameters === undefined) return valid
+  const compiled = compileSchema(found.parameters)
+  if (!compiled.ok) {
+    return invalid(`${named}: the tool's parameters schema is invalid: ${clip(compiled.error, COMPILE_ERROR_CHARS)}`)
+  }
   try {
     if (compiled.validate(args.value)) return valid
     const error = compiled.validate.errors?.[0]
-    return invalid(`tool "${call.name}": ${error === undefined ? "arguments are invalid" : describe(error)}`)
+    return invalid(`${named}: ${error === undefined ? "arguments are invalid" : describe(error)}`)
   } catch (e) {
     // A schema whose `$ref`s loop without consuming input recurses until the stack runs out.
-    return invalid(`tool "${call.name}": the tool's parameters schema is invalid: ${message(e)}`)
+    return invalid(`${named}: the tool's parameters schema is invalid: ${clip(message(e), COMPILE_ERROR_CHARS)}`)
   }
 }
 
@@ -172,18 +198,20 @@ export const validateToolCalls = (
   const first = calls[0]
   switch (choice._tag) {
     case "None":
-      if (first !== undefined) return invalid(`tool_choice is "none" but the response called tool "${first.name}"`)
+      if (first !== undefined) return invalid(`tool_choice is "none" but the response called ${tool(first.name)}`)
       break
     case "Required":
       if (first === undefined) return invalid(`tool_choice is "required" but the response called no tool`)
       break
     case "Function": {
       if (first === undefined) {
-        return invalid(`tool_choice requires tool "${choice.name}" but the response called no tool`)
+        return invalid(`tool_choice requires ${tool(choice.name)} but the response called no tool`)
       }
       const other = calls.find((c) => c.name !== choice.name)
       if (other !== undefined) {
-        return invalid(`tool_choice allows only tool "${choice.name}" but the response called "${other.name}"`)
+        return invalid(
+          `tool_choice allows only ${tool(choice.name)} but the response called "${clip(other.name, PART_CHARS)}"`
+        )
       }
       break
     }
