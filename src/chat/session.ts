@@ -59,6 +59,7 @@ export interface Summary {
 }
 
 const PREVIEW_CHARS = 1000
+const MALFORMED_KEPT = 3
 const preview = (sofar: string, text: string): string =>
   sofar.length >= PREVIEW_CHARS ? sofar : (sofar + text).slice(0, PREVIEW_CHARS)
 
@@ -78,7 +79,9 @@ export interface Open {
   /** Present while the request has tools: text tool-call markup is parsed, never shown. */
   readonly toolText: Holdback.ToolTextState | undefined
   readonly textCalls: ReadonlyArray<ParsedToolCall>
+  /** The first few reasons of markup that did not parse (kept short: a hostile stream may send thousands). */
   readonly malformed: ReadonlyArray<string>
+  readonly malformedCount: number
   /** Content kept back to be wrapped into the completion tool. */
   readonly held: string
   readonly sawContent: boolean
@@ -108,6 +111,7 @@ export const initial = (config: SessionConfig): Session => ({
       : undefined,
   textCalls: [],
   malformed: [],
+  malformedCount: 0,
   held: "",
   sawContent: false,
   reasoning: "",
@@ -209,7 +213,11 @@ const toolParts = (s: Open, parts: ReadonlyArray<Holdback.ToolTextOutput>, out: 
         next = { ...next, textCalls: [...next.textCalls, part.call] }
         break
       case "Malformed":
-        next = { ...next, malformed: [...next.malformed, part.reason] }
+        next = {
+          ...next,
+          malformed: next.malformed.length < MALFORMED_KEPT ? [...next.malformed, part.reason] : next.malformed,
+          malformedCount: next.malformedCount + 1
+        }
         break
     }
   }
@@ -252,7 +260,9 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   s = reasoning(s, Sentinel.flush(s.reasoningSentinel), out)
 
   if (s.malformed.length > 0) {
-    const reasons = clipJoin(s.malformed, "; ", 3, MAX_REASON_CHARS - "malformed tool call markup: ".length)
+    const extra = s.malformedCount - s.malformed.length
+    const parts = extra > 0 ? [...s.malformed, `…(+${extra} more)`] : s.malformed
+    const reasons = clipJoin(parts, "; ", MALFORMED_KEPT + 1, MAX_REASON_CHARS - "malformed tool call markup: ".length)
     return [s, [...out, invalid(`malformed tool call markup: ${reasons}`)]]
   }
   let calls = normaliseToolCalls([...complete.toolCalls, ...s.textCalls], config.tools, config.newToolCallId)
