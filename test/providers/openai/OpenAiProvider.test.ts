@@ -385,7 +385,9 @@ describe("fakeUpstream", () => {
       expect(body).toEqual({ object: "list", data: [{ id: "fake-model", object: "model", created: 0, owned_by: "fake" }] })
     }))
 
-  describe("upstream error answers", () => {
+})
+
+describe("OpenAiProvider: upstream error answers", () => {
     /** An upstream that answers every request with `status`, `headers` and the JSON `body`. */
     const answering = (status: number, body: unknown, headers: Record<string, string> = {}) =>
       Effect.acquireRelease(
@@ -500,5 +502,4 @@ describe("fakeUpstream", () => {
         expect(yield* waitFor(() => logged.length > 0, 1000)).toBe(true)
         expect(logged.join("\n")).toMatch(/upstream request failed.*ECONNREFUSED.*127\.0\.0\.1/)
       }).pipe(Effect.provide(upstreamDispatcher)))
-  })
 })

@@ -322,6 +322,9 @@ describe("decodeEvent: field guards, no Schema", () => {
     { fastCheck: { numRuns: 2000 } }
   )
 
+})
+
+describe("upstreamWire: upstream error text", () => {
   it("errorBodyCode: the upstream's string error code, if it is a short token", () => {
     expect(errorBodyCode("{\"error\":{\"message\":\"m\",\"code\":\"context_length_exceeded\"}}")).toBe("context_length_exceeded")
     expect(errorBodyCode("{\"error\":{\"message\":\"m\",\"code\":400}}")).toBeUndefined()
