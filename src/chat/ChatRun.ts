@@ -97,6 +97,7 @@ export const outcomeOf = (terminal: Session.Terminal | undefined): Outcome => {
       return "tool_validation_error"
     case "RunFailed":
     case "NoNodeAccepted":
+    case "UpstreamRejected":
       return "error"
   }
 }

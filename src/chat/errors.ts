@@ -46,5 +46,53 @@ export class NoNodeAccepted extends Schema.TaggedError<NoNodeAccepted>()("NoNode
   }
 }
 
+/**
+ * The upstream answered the run's request with a 4xx: its status, its own error `code`, its message
+ * (clipped and scrubbed of credentials by the provider) and its `Retry-After` in seconds.
+ */
+export class UpstreamRejected extends Schema.TaggedError<UpstreamRejected>()("UpstreamRejected", {
+  status: Schema.Number,
+  code: Schema.NullOr(Schema.String),
+  message: Schema.String,
+  retryAfter: Schema.NullOr(Schema.Number)
+}) {}
+
+/** What the client is told of an upstream rejection, in OpenAI's terms (HTTP and SSE alike). */
+export interface UpstreamRejectionAnswer {
+  readonly status: number
+  readonly type: string
+  readonly code: string | null
+  readonly message: string
+}
+
+export const CREDENTIALS_REFUSED = "the upstream refused the edge's credentials"
+
+/**
+ * An upstream 4xx keeps its meaning: 400 and 413 are the client's request, 429 its rate; the upstream's own
+ * 401/403 refused the edge's credentials (its text, which may echo them, is never relayed); any other 4xx is
+ * the run's failure, with the upstream's message.
+ */
+export const upstreamRejectionAnswer = (e: UpstreamRejected): UpstreamRejectionAnswer => {
+  switch (e.status) {
+    case 400:
+      return { status: 400, type: "invalid_request_error", code: e.code, message: e.message }
+    case 413:
+      return { status: 413, type: "invalid_request_error", code: e.code ?? "request_too_large", message: e.message }
+    case 429:
+      return { status: 429, type: "rate_limit_error", code: e.code ?? "rate_limit_exceeded", message: e.message }
+    case 401:
+    case 403:
+      return { status: 502, type: "run_error", code: null, message: CREDENTIALS_REFUSED }
+    default:
+      return { status: 502, type: "run_error", code: e.code, message: `upstream answered HTTP ${e.status}: ${e.message}` }
+  }
+}
+
 /** A failure that ends a response after its run started. */
-export type RunOutcomeError = RunFailed | RunTimedOut | ToolValidationFailed | ToolValidationRetryFailed | NoNodeAccepted
+export type RunOutcomeError =
+  | RunFailed
+  | RunTimedOut
+  | ToolValidationFailed
+  | ToolValidationRetryFailed
+  | NoNodeAccepted
+  | UpstreamRejected

@@ -1,6 +1,6 @@
 import { clipJoin } from "../common/clip.js"
-import type { RunEvent, Usage } from "../run/RunEvent.js"
-import { type RunOutcomeError, RunFailed, ToolValidationFailed } from "./errors.js"
+import type { Failed, RunEvent, Usage } from "../run/RunEvent.js"
+import { type RunOutcomeError, RunFailed, ToolValidationFailed, UpstreamRejected } from "./errors.js"
 import * as Holdback from "./filters/holdback.js"
 import * as Sentinel from "./filters/sentinel.js"
 import * as Think from "./filters/think.js"
@@ -136,6 +136,7 @@ export const step = (session: Session, input: SessionInput): readonly [Session, 
       return close({ ...session, reasoning: reasoningSeen }, out, input.usage)
     }
     case "Failed":
+      return close(session, [{ _tag: "Error", error: failure(input) }])
     case "Cancelled":
       return close(session, [{ _tag: "Error", error: new RunFailed({ reason: input.message || "run failed" }) }])
     case "Outcome":
@@ -143,6 +144,19 @@ export const step = (session: Session, input: SessionInput): readonly [Session, 
     case "End":
       return close(session, [{ _tag: "Error", error: new RunFailed({ reason: "run stream closed" }) }])
   }
+}
+
+/** A failed run: an upstream 4xx keeps its meaning (status, code, Retry-After); anything else is the run's failure. */
+const failure = (event: Failed): RunOutcomeError => {
+  const upstream = event.upstream
+  return upstream !== undefined && upstream.status >= 400 && upstream.status < 500
+    ? new UpstreamRejected({
+      status: upstream.status,
+      code: upstream.code ?? null,
+      message: upstream.message,
+      retryAfter: upstream.retryAfter ?? null
+    })
+    : new RunFailed({ reason: event.message || "run failed" })
 }
 
 /** The Closed session, its summary counted from the last emissions (which end with the terminal). */

@@ -1,4 +1,4 @@
-import type { ModelNotFound, RunOutcomeError } from "../chat/errors.js"
+import { type ModelNotFound, type RunOutcomeError, upstreamRejectionAnswer } from "../chat/errors.js"
 import type { SubmitError } from "../run/errors.js"
 import type { HttpError } from "./errors.js"
 
@@ -23,6 +23,12 @@ export interface HttpErrorResponse {
 const body = (message: string, type: string, param: string | null = null, code: string | null = null) => ({
   error: { message, type, param, code }
 })
+
+/**
+ * OpenAI's SDKs retry 408/409/429/5xx unless told not to: errors the edge already retried or waited out say
+ * so. 429 and 503 say `Retry-After` instead, where retrying is right.
+ */
+const FINAL = { "x-should-retry": "false" } as const
 
 /** The status and body of an error answered before any response was written. */
 export const toHttpError = (e: EdgeError): HttpErrorResponse => {
@@ -52,9 +58,14 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
     case "RunFailed":
       return { status: 502, body: body(e.message, "run_error") }
     case "RunTimedOut":
-      return { status: 504, body: body(e.message, "timeout") }
+      return { status: 504, body: body(e.message, "timeout"), headers: FINAL }
     case "ToolValidationFailed":
-      return { status: 502, body: body(e.message, "tool_validation_error") }
+      return { status: 502, body: body(e.message, "tool_validation_error"), headers: FINAL }
+    case "UpstreamRejected": {
+      const a = upstreamRejectionAnswer(e)
+      const headers = a.status === 429 ? { "retry-after": String(Math.max(1, Math.ceil(e.retryAfter ?? 1))) } : FINAL
+      return { status: a.status, body: body(a.message, a.type, null, a.code), headers }
+    }
     case "ToolValidationRetryFailed":
       return { status: 502, body: body(e.message, "tool_validation_retry_error") }
   }

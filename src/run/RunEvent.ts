@@ -36,7 +36,23 @@ export const Complete = Schema.TaggedStruct("Complete", {
   usage: Schema.optional(Usage),
   metadata: Schema.Record({ key: Schema.String, value: Schema.String })
 })
-export const Failed = Schema.TaggedStruct("Failed", { message: Schema.String })
+/**
+ * What an upstream's error answer said, when the run failed because of one: its HTTP status, its own error
+ * `code` and message (clipped, scrubbed of credentials) and its `Retry-After` in seconds. Optional, so that
+ * messages of nodes that do not send it still decode.
+ */
+export const UpstreamAnswer = Schema.Struct({
+  status: Schema.Number,
+  message: Schema.String,
+  code: Schema.optional(Schema.String),
+  retryAfter: Schema.optional(Schema.Number)
+})
+export type UpstreamAnswer = typeof UpstreamAnswer.Type
+
+export const Failed = Schema.TaggedStruct("Failed", {
+  message: Schema.String,
+  upstream: Schema.optional(UpstreamAnswer)
+})
 export const Cancelled = Schema.TaggedStruct("Cancelled", { message: Schema.String })
 
 export const RunEvent = Schema.Union(Delta, ReasoningDelta, Complete, Failed, Cancelled)
@@ -51,7 +67,8 @@ export type Cancelled = typeof Cancelled.Type
 export const delta = (text: string): RunEvent => ({ _tag: "Delta", text })
 export const reasoningDelta = (text: string): RunEvent => ({ _tag: "ReasoningDelta", text })
 export const complete = (fields: Omit<Complete, "_tag">): RunEvent => ({ _tag: "Complete", ...fields })
-export const failed = (message: string): RunEvent => ({ _tag: "Failed", message })
+export const failed = (message: string, upstream?: UpstreamAnswer): RunEvent =>
+  upstream === undefined ? { _tag: "Failed", message } : { _tag: "Failed", message, upstream }
 export const cancelled = (message: string): RunEvent => ({ _tag: "Cancelled", message })
 
 export const isTerminal = (event: RunEvent): boolean =>

@@ -121,8 +121,10 @@ describe("ChatCompletions", () => {
     const { layer } = overRunPlane(slow)
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      const body = yield* chat.stream(yield* request({ model: "echo", stream: true }))
-      const fiber = yield* Effect.fork(collect(body))
+      // Nothing is written (the stream is not even returned) before the run's first batch, 50 s in.
+      const fiber = yield* Effect.fork(
+        Effect.flatMap(chat.stream(yield* request({ model: "echo", stream: true })), collect)
+      )
       for (let i = 0; i < 3; i++) yield* TestClock.adjust("50 seconds")
       const out = yield* Fiber.join(fiber)
       expect(chunkDeltas(untilDone(out)).map((d) => d["content"] ?? d.finish_reason)).toEqual(["", "a", "b", "c", "stop"])
@@ -155,7 +157,7 @@ describe("ChatCompletions", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.scoped("node disconnected and broken streams end with one run_error", () => {
+  it.scoped("node disconnected and broken streams end with one run_error; broken before any output, the stream fails (HTTP 502)", () => {
     const { layer } = setup([
       eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.fail(new NodeDisconnected({ nodeId: NodeId.make("n1") }))))),
       eventStream(Stream.fail(new StreamClosed())),
@@ -163,8 +165,18 @@ describe("ChatCompletions", () => {
     ])
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
-      for (const message of ["node disconnected", "run stream closed", "run stream closed"]) {
-        const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "echo", stream: true }))))
+      const runs = [
+        Effect.flatMap(chat.stream(yield* request({ model: "echo", stream: true })), collect),
+        Effect.flip(chat.stream(yield* request({ model: "echo", stream: true }))),
+        Effect.flatMap(chat.stream(yield* request({ model: "echo", stream: true })), collect)
+      ] as const
+      const first = untilDone(yield* runs[0])
+      expect(first.filter((i) => i._tag === "Error")).toEqual([{ _tag: "Error", error: { type: "run_error", message: "node disconnected" } }])
+      // Nothing was written yet: the broken run is the stream's failure, answered as a JSON 502.
+      const failed = yield* runs[1]
+      expect(failed._tag === "RunFailed" && failed.message).toBe("run stream closed")
+      for (const message of ["run stream closed"]) {
+        const out = untilDone(yield* runs[2])
         const errors = out.filter((i) => i._tag === "Error")
         expect(errors).toEqual([{ _tag: "Error", error: { type: "run_error", message } }])
         expect(out[out.length - 1]).toBe(errors[0])
@@ -347,5 +359,83 @@ describe("ChatCompletions", () => {
       const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "echo", stream: true }))))
       expect(out.filter((i) => i._tag === "Error")).toEqual([{ _tag: "Error", error: { type: "run_error", message: "internal error" } }])
     }).pipe(Effect.provide(layer))
+  })
+
+  describe("upstream rejections", () => {
+    const contextTooLong = RunEvent.failed("upstream answered HTTP 400: too many tokens", {
+      status: 400,
+      message: "too many tokens",
+      code: "context_length_exceeded"
+    })
+    const rateLimited = RunEvent.failed("upstream answered HTTP 429: slow down", { status: 429, message: "slow down", retryAfter: 7 })
+
+    it.scoped("an upstream 4xx as the run's first batch fails the stream before anything is written: live, buffered and non-stream", () => {
+      const { layer } = setup([events(contextTooLong), events(contextTooLong), events(contextTooLong)])
+      return Effect.gen(function* () {
+        const chat = yield* ChatCompletions
+        const expected = { _tag: "UpstreamRejected", status: 400, code: "context_length_exceeded", message: "too many tokens", retryAfter: null }
+        expect(yield* Effect.flip(Effect.scoped(chat.stream(yield* request({ model: "echo", stream: true }))))).toMatchObject(expected)
+        expect(yield* Effect.flip(Effect.scoped(chat.stream(yield* request({ model: "buffered", stream: true }))))).toMatchObject(expected)
+        expect(yield* Effect.flip(Effect.scoped(chat.complete(yield* request({ model: "echo" }))))).toMatchObject(expected)
+        const { body } = yield* (yield* Metrics).exposition
+        expect(body).toContain('iop_chat_requests_total{model="echo",stream="true",outcome="error"} 1')
+        expect(body).toContain('iop_chat_requests_total{model="echo",stream="false",outcome="error"} 1')
+        expect(body).toContain('iop_runs_total{model="echo",outcome="error"} 2')
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("an upstream 5xx (or a Failed without an upstream answer) stays a run_error RunFailed", () => {
+      const { layer } = setup([
+        events(RunEvent.failed("upstream answered HTTP 503: loading", { status: 503, message: "loading", retryAfter: 3 })),
+        events(RunEvent.failed("upstream answered HTTP 400: old node"))
+      ])
+      return Effect.gen(function* () {
+        const chat = yield* ChatCompletions
+        const server = yield* Effect.flip(chat.stream(yield* request({ model: "echo", stream: true })))
+        expect(server).toMatchObject({ _tag: "RunFailed", reason: "upstream answered HTTP 503: loading" })
+        const old = yield* Effect.flip(chat.complete(yield* request({ model: "echo" })))
+        expect(old).toMatchObject({ _tag: "RunFailed", reason: "upstream answered HTTP 400: old node" })
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("an upstream rejection after output was written is one SSE error event of its type, then [DONE]", () => {
+      const { layer } = setup([
+        eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.fromEffect(Effect.as(Effect.sleep("1 second"), rateLimited))))),
+        eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.fromEffect(Effect.as(Effect.sleep("1 second"), contextTooLong)))))
+      ])
+      return Effect.gen(function* () {
+        const chat = yield* ChatCompletions
+        const play = (model: string) =>
+          Effect.gen(function* () {
+            const fiber = yield* Effect.fork(Effect.flatMap(chat.stream(yield* request({ model, stream: true })), collect))
+            yield* TestClock.adjust("1 second")
+            return untilDone(yield* Fiber.join(fiber))
+          })
+        const limited = yield* play("echo")
+        expect(chunkDeltas(limited)[0]).toMatchObject({ role: "assistant" })
+        expect(limited.at(-1)).toEqual({ _tag: "Error", error: { type: "rate_limit_error", message: "slow down", code: "rate_limit_exceeded" } })
+        const tooLong = yield* play("echo")
+        expect(tooLong.at(-1)).toEqual({
+          _tag: "Error",
+          error: { type: "invalid_request_error", message: "too many tokens", code: "context_length_exceeded" }
+        })
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("a stream with no first event within idleTimeoutMs fails with RunTimedOut (HTTP 504) before anything is written", () => {
+      const { node, layer } = overRunPlane(Stream.never)
+      return Effect.gen(function* () {
+        const chat = yield* ChatCompletions
+        const fiber = yield* Effect.fork(Effect.flip(chat.stream(yield* request({ model: "echo", stream: true }))))
+        yield* TestClock.adjust("59900 millis")
+        expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+        yield* TestClock.adjust("100 millis")
+        expect((yield* Fiber.join(fiber))._tag).toBe("RunTimedOut")
+      }).pipe(
+        Effect.scoped,
+        Effect.tap(() => expect(node.stopped).toEqual(node.started)),
+        Effect.provide(layer)
+      )
+    })
   })
 })

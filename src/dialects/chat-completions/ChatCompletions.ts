@@ -9,7 +9,7 @@ import * as Stream from "effect/Stream"
 import type { ChatRequest } from "../../chat/ChatRequest.js"
 import { Chat, type Collected, outcomeOf } from "../../chat/ChatRun.js"
 import { type RunOutcomeError, RunFailed } from "../../chat/errors.js"
-import type { Terminal } from "../../chat/session.js"
+import type { Emission, Terminal } from "../../chat/session.js"
 import { Metrics } from "../../observability/Metrics.js"
 import type { SubmitError } from "../../run/errors.js"
 import type { RunDispatch } from "../../run/RunService.js"
@@ -21,11 +21,15 @@ export declare namespace ChatCompletions {
     /**
      * The SSE body of a streamed request: live (each batch written as it
      * arrives) or, for a strict `streamBuffer` model, collected and
-     * validated first. Submission errors fail here, before anything is
-     * written; after that the body always ends with one terminal event and
-     * `[DONE]`. The run lives in the caller's scope.
+     * validated first. Nothing is written before the run's first batch:
+     * submission errors, and a run that fails before any output (an
+     * upstream rejection, a timeout with no event), fail here, to be answered
+     * with their HTTP status; after that the body always ends with one
+     * terminal event and `[DONE]`. The run lives in the caller's scope.
      */
-    readonly stream: (request: ChatRequest) => Effect.Effect<Stream.Stream<Uint8Array>, SubmitError, Scope.Scope>
+    readonly stream: (
+      request: ChatRequest
+    ) => Effect.Effect<Stream.Stream<Uint8Array>, SubmitError | RunOutcomeError, Scope.Scope>
     /** Runs to the end (with strict retries) and returns the `chat.completion` body. */
     readonly complete: (request: ChatRequest) => Effect.Effect<unknown, SubmitError | RunOutcomeError, Scope.Scope>
   }
@@ -35,6 +39,25 @@ export class ChatCompletions extends Context.Tag("@iop/edge/ChatCompletions")<
   ChatCompletions,
   ChatCompletions.Service
 >() {}
+
+/**
+ * The run's failure, when a batch holds nothing but it (no output was produced before it): answered as an
+ * HTTP error if nothing was written yet. Tool validation errors are the stream's own, written as SSE events.
+ */
+export const failureBeforeOutput = (out: ReadonlyArray<Emission>): RunOutcomeError | undefined => {
+  const only = out.length === 1 ? out[0] : undefined
+  if (only === undefined || only._tag !== "Error") return undefined
+  switch (only.error._tag) {
+    case "ToolValidationFailed":
+    case "ToolValidationRetryFailed":
+      return undefined
+    case "RunFailed":
+    case "RunTimedOut":
+    case "NoNodeAccepted":
+    case "UpstreamRejected":
+      return only.error
+  }
+}
 
 const encoder = new TextEncoder()
 const bytes = (text: string): Chunk.Chunk<Uint8Array> => Chunk.of(encoder.encode(text))
@@ -75,7 +98,6 @@ export const make = Effect.gen(function* () {
       const created = yield* createdNow
       const run = yield* chat.open(request)
       const render = Render.chunkRenderer(context(request, run.dispatch, created))
-      let started = false
       let finished = false
       // A defect (a bug) must not cut the stream short: it ends as one run_error and `[DONE]`.
       const next = run.next.pipe(
@@ -86,20 +108,31 @@ export const make = Effect.gen(function* () {
           )
         )
       )
+      const noteTerminal = (out: ReadonlyArray<Emission>): void => {
+        const last = out[out.length - 1]
+        if (last !== undefined && (last._tag === "Finish" || last._tag === "Error")) {
+          finished = true
+          ended(last)
+        }
+      }
+      // Nothing is written before the run's first batch: a run that failed before any output (an upstream
+      // rejection, an idle timeout) is still an HTTP error; otherwise the role chunk goes out with that batch.
+      const first = yield* next
+      const failure = first === undefined ? undefined : failureBeforeOutput(first)
+      if (first !== undefined) noteTerminal(first)
+      if (failure !== undefined) return yield* Effect.fail(failure)
+      let pending: Chunk.Chunk<Uint8Array> | undefined = bytes(render.role + (first === undefined ? "" : render.batch(first)))
+      // One pull per batch, each rendered into one write.
       const pull: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> = Effect.suspend(() => {
-        // The role chunk goes out at once: it sends the headers and starts the client's clock.
-        if (!started) {
-          started = true
-          return Effect.succeed(bytes(render.role))
+        if (pending !== undefined) {
+          const out = pending
+          pending = undefined
+          return Effect.succeed(out)
         }
         if (finished) return Effect.fail(Option.none())
         return Effect.flatMap(next, (out) => {
           if (out === undefined) return Effect.fail(Option.none())
-          const last = out[out.length - 1]
-          if (last !== undefined && (last._tag === "Finish" || last._tag === "Error")) {
-            finished = true
-            ended(last)
-          }
+          noteTerminal(out)
           const text = render.batch(out)
           return Effect.succeed(text === "" ? Chunk.empty() : bytes(text))
         })
@@ -113,6 +146,9 @@ export const make = Effect.gen(function* () {
       const created = yield* createdNow
       const result = yield* chat.collect(request)
       ended(result.terminal)
+      // Nothing was written: a run that failed before any output is an HTTP error, as it is live.
+      const failure = failureBeforeOutput(result.emissions)
+      if (failure !== undefined) return yield* Effect.fail(failure)
       // A result that did not validate is written as its error alone, like the non-stream 502.
       const render = Render.chunkRenderer(context(request, result.dispatch, created))
       const text = result.terminal._tag === "Error"

@@ -1,4 +1,4 @@
-import { type RunOutcomeError, RunFailed } from "../../chat/errors.js"
+import { type RunOutcomeError, RunFailed, upstreamRejectionAnswer } from "../../chat/errors.js"
 import type { ReasoningField } from "../../chat/policy.js"
 import type { Emission } from "../../chat/session.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
@@ -47,8 +47,14 @@ const reasoningFields = (field: ReasoningField, text: string): Record<string, st
   field === "both" ? { reasoning_content: text, reasoning: text } : { [field]: text }
 
 /** The payload of the one SSE error event that ends a stream that already started. */
-export const sseError = (e: RunOutcomeError): { readonly error: { readonly type: string; readonly message: string } } => {
+export const sseError = (
+  e: RunOutcomeError
+): { readonly error: { readonly type: string; readonly message: string; readonly code?: string } } => {
   switch (e._tag) {
+    case "UpstreamRejected": {
+      const a = upstreamRejectionAnswer(e)
+      return { error: a.code === null ? { type: a.type, message: a.message } : { type: a.type, message: a.message, code: a.code } }
+    }
     case "RunFailed":
     case "RunTimedOut":
     case "NoNodeAccepted":

@@ -4,15 +4,16 @@ import type * as Undici from "@effect/platform-node/Undici"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import type * as RunEvent from "../../run/RunEvent.js"
+import * as RunEvent from "../../run/RunEvent.js"
 import type { RunSink } from "../../run/RunSink.js"
 import type { SubmitRunRequest } from "../../run/SubmitRunRequest.js"
 import type { Provider } from "../Provider.js"
 import * as Mapper from "./toRunEvents.js"
 import { toUpstreamBody } from "./upstreamRequest.js"
 import { makeUpstreamDecoder, type UpstreamDecoder } from "./upstreamSse.js"
-import { clip, errorBodyMessage } from "./upstreamWire.js"
+import { clip, errorBodyCode, errorBodyMessage, retryAfterSeconds, scrubSecrets, upstreamText } from "./upstreamWire.js"
 import { onCloseSync } from "../../common/onClose.js"
 
 /**
@@ -24,6 +25,12 @@ import { onCloseSync } from "../../common/onClose.js"
  * transport, broken stream, upstream error event) becomes the run's one
  * `Failed` event; the sink ends right after the terminal event. Closing the
  * run's scope aborts the request and closes the socket.
+ *
+ * Upstream text in a `Failed` event is clipped (1 KiB) and scrubbed of the
+ * edge's upstream key (and anything that looks like a bearer token or key);
+ * a non-2xx answer's status, `code` and `Retry-After` go with it. A request
+ * that got no answer says only "upstream unreachable": its cause (which names
+ * the upstream's address) goes to the log.
  */
 
 export interface Options {
@@ -63,15 +70,23 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
     }
     const initialState = Mapper.initial({ toolMode: options.toolMode, upstreamModel: options.upstreamModel })
     const bodyOptions = { upstreamModel: options.upstreamModel, toolMode: options.toolMode } as const
+    const secret = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
 
     const start = (request: SubmitRunRequest, sink: RunSink): Effect.Effect<void, never, Scope.Scope> =>
-      Effect.suspend(() => {
+      Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+        // A failure's detail that must not reach the client, logged from the callback that heard it.
+        const log = (message: string, detail: string): void => {
+          Runtime.runFork(runtime)(
+            Effect.logWarning(message).pipe(Effect.annotateLogs({ error: upstreamText(detail, secret) }))
+          )
+        }
         if (target === undefined) {
           return Effect.sync(() => {
-            makeRun(sink, initialState).failBeforeResponse(`upstream request failed: invalid base URL ${url}`)
+            log("upstream request failed", `invalid base URL ${url}`)
+            makeRun(sink, initialState, secret, log).failBeforeResponse("upstream request failed: invalid base URL")
           })
         }
-        const run = makeRun(sink, initialState)
+        const run = makeRun(sink, initialState, secret, log)
         const body = JSON.stringify(toUpstreamBody(request, bodyOptions))
         return onCloseSync(run.close).pipe(Effect.zipRight(Effect.sync(() => run.connect(target, body))))
       })
@@ -99,13 +114,19 @@ const STREAMING = { stream: true } as const
  * headers happens in the body's callbacks; `close` (the run scope's one
  * finalizer) aborts the request and stops listening.
  */
-const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
+const makeRun = (
+  sink: RunSink,
+  initialState: Mapper.MapperState,
+  secret: string | undefined,
+  log: (message: string, detail: string) => void
+) => {
   const controller = new AbortController()
   let state = initialState
   /** The run is over on our side: the terminal event was emitted or the scope closed. */
   let done = false
   let body: Body | undefined
   let status = 0
+  let retryAfter: number | undefined
   let text: TextDecoder | undefined
   let sse: UpstreamDecoder | undefined
   let errorText = ""
@@ -119,8 +140,9 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
     let events: ReadonlyArray<RunEvent.RunEvent> | undefined
     let joined: Array<RunEvent.RunEvent> | undefined
     for (const input of inputs) {
-      const [next, out] = Mapper.feed(state, input)
+      const [next, fed] = Mapper.feed(state, input)
       state = next
+      const out = state.closed ? scrubbed(fed) : fed
       if (out.length > 0) {
         if (events === undefined) events = out
         else {
@@ -196,10 +218,20 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
     if (errorText.length >= MAX_ERROR_BODY_CHARS) onErrorEnd()
   }
 
-  // The end of an error answer's body, or as much of it as was read.
+  // The end of an error answer's body, or as much of it as was read: its status, code, message and Retry-After.
   const onErrorEnd = (): void => {
     ended = errorText.length < MAX_ERROR_BODY_CHARS
-    deliver([transportFailed(`upstream answered HTTP ${status}: ${errorBodyMessage(errorText)}`)])
+    // Scrubbed before anything is cut from it, so that no part of a key survives the cut.
+    const bodyText = scrubSecrets(errorText, secret)
+    const message = upstreamText(errorBodyMessage(bodyText), secret)
+    const code = errorBodyCode(bodyText)
+    const upstream: RunEvent.UpstreamAnswer = {
+      status,
+      message,
+      ...(code !== undefined ? { code } : {}),
+      ...(retryAfter !== undefined ? { retryAfter } : {})
+    }
+    deliver([transportFailed(`upstream answered HTTP ${status}: ${message}`, upstream)])
     finish()
   }
 
@@ -217,6 +249,7 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
       body.on("end", onEnd)
       body.on("error", onError)
     } else {
+      retryAfter = retryAfterSeconds(response.headers["retry-after"], response.headers["retry-after-ms"])
       body.on("data", onErrorData)
       body.on("end", onErrorEnd)
       body.on("error", onErrorEnd)
@@ -247,7 +280,10 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
       (error, response) => {
         if (error) {
           if (!retried && !done && isStaleConnection(error)) return connect(target, requestBody, true)
-          return failBeforeResponse(`upstream request failed: ${describeError(error)}`)
+          if (done) return
+          // The cause names the upstream's address: the log's, not the client's.
+          log("upstream request failed", describeError(error))
+          return failBeforeResponse("upstream unreachable")
         }
         // Heard before anything else: undici errors a body it destroys (abort, reset), and an unheard
         // 'error' would crash the process, even for a response that arrives after the run was closed.
@@ -266,10 +302,19 @@ const makeRun = (sink: RunSink, initialState: Mapper.MapperState) => {
     sink.end()
   }
 
+  /** The terminal `Failed` of a batch, its upstream text scrubbed and clipped (the mapper quotes upstream text). */
+  const scrubbed = (events: ReadonlyArray<RunEvent.RunEvent>): ReadonlyArray<RunEvent.RunEvent> => {
+    const last = events[events.length - 1]
+    if (last === undefined || last._tag !== "Failed") return events
+    const message = upstreamText(last.message, secret)
+    return message === last.message ? events : [...events.slice(0, -1), RunEvent.failed(message, last.upstream)]
+  }
+
   return { connect, close, failBeforeResponse }
 }
 
-const transportFailed = (message: string): Mapper.StreamInput => ({ _tag: "TransportFailed", message })
+const transportFailed = (message: string, upstream?: RunEvent.UpstreamAnswer): Mapper.StreamInput =>
+  upstream === undefined ? { _tag: "TransportFailed", message } : { _tag: "TransportFailed", message, upstream }
 
 /** A transport failure before any response: the pooled socket was closed by the other side. */
 const isStaleConnection = (error: unknown): boolean =>

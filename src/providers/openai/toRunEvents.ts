@@ -173,7 +173,12 @@ export const finish = (state: MapperState): RunEvent.RunEvent => {
 export type StreamInput =
   | UpstreamInput
   | { readonly _tag: "End" }
-  | { readonly _tag: "TransportFailed"; readonly message: string }
+  | {
+    readonly _tag: "TransportFailed"
+    readonly message: string
+    /** The upstream's error answer, when it gave one (a non-2xx status). */
+    readonly upstream?: RunEvent.UpstreamAnswer
+  }
 
 export const END: StreamInput = { _tag: "End" }
 
@@ -195,8 +200,9 @@ export const feed = (state: MapperState, input: StreamInput): Emit => {
     case "Done":
       return close(state, [], finish(state))
     case "Malformed":
-    case "TransportFailed":
       return close(state, [], RunEvent.failed(input.message))
+    case "TransportFailed":
+      return close(state, [], RunEvent.failed(input.message, input.upstream))
     case "End":
       // Without `[DONE]`, a finish_reason still means the upstream finished (some servers omit `[DONE]`).
       return close(state, [], state.finishReason !== undefined ? finish(state) : RunEvent.failed(EARLY_END_MESSAGE))

@@ -355,3 +355,75 @@ export const errorBodyMessage = (body: string, max = 500): string => {
   const found = fromError ?? message ?? fromDetail
   return found === undefined || found.trim() === "" ? fallback : clip(found, max)
 }
+
+/** The upstream's own error `code` (`context_length_exceeded`, ...) from an error body, when it is a short token. */
+export const errorBodyCode = (body: string): string | undefined => {
+  const json = parseJson(body.trim())
+  if (Either.isLeft(json)) return undefined
+  const decoded = decodeErrorBody(json.right)
+  if (Either.isLeft(decoded)) return undefined
+  const error = decoded.right.error
+  if (error === undefined || error === null || typeof error === "string") return undefined
+  return typeof error.code === "string" && CODE.test(error.code) ? error.code : undefined
+}
+
+const CODE = /^[A-Za-z0-9_.-]{1,64}$/
+
+/**
+ * An answer's `Retry-After` (delta-seconds) or `retry-after-ms`, in whole seconds (at least 1), if it gave one
+ * the client can use; an HTTP date is not read (the edge's clock is not the upstream's).
+ */
+export const retryAfterSeconds = (
+  retryAfter: string | ReadonlyArray<string> | undefined,
+  retryAfterMs: string | ReadonlyArray<string> | undefined
+): number | undefined => {
+  const seconds = headerNumber(retryAfter)
+  if (seconds !== undefined) return Math.max(1, Math.ceil(seconds))
+  const ms = headerNumber(retryAfterMs)
+  return ms === undefined ? undefined : Math.max(1, Math.ceil(ms / 1000))
+}
+
+const headerNumber = (value: string | ReadonlyArray<string> | undefined): number | undefined => {
+  const text = typeof value === "string" ? value : value?.[0]
+  if (text === undefined || !/^\s*\d+(\.\d+)?\s*$/.test(text)) return undefined
+  const n = Number(text)
+  return Number.isFinite(n) && n <= 86_400 ? n : undefined
+}
+
+/** How much upstream text any client-facing message (or log line) may carry. */
+export const MAX_UPSTREAM_TEXT_BYTES = 1024
+
+const REDACTED = "[redacted]"
+// `Bearer <token>` as an echoed `Authorization` header shows it, and anything that looks like an API key.
+const BEARER = /\bBearer\s+(?!\[redacted\])[^\s"'`\\,;)}\]]+/gi
+const KEY_LIKE = /\bsk-[A-Za-z0-9_-]{4,}/g
+
+/**
+ * Upstream text made fit to show: the edge's own upstream key (`secret`), any `Bearer <token>` and any
+ * `sk-…`-looking token replaced by `[redacted]`, then clipped to `maxBytes` of UTF-8 (an ellipsis included).
+ */
+export const upstreamText = (text: string, secret: string | undefined, maxBytes = MAX_UPSTREAM_TEXT_BYTES): string =>
+  clipBytes(scrubSecrets(text, secret), maxBytes)
+
+export const scrubSecrets = (text: string, secret: string | undefined): string => {
+  let out = secret !== undefined && secret.length >= 4 ? text.split(secret).join(REDACTED) : text
+  out = out.replace(BEARER, `Bearer ${REDACTED}`)
+  return out.replace(KEY_LIKE, REDACTED)
+}
+
+const utf8 = new TextEncoder()
+
+/** At most `maxBytes` bytes of UTF-8, cut between characters, ending with `…` when cut. */
+export const clipBytes = (text: string, maxBytes: number): string => {
+  if (text.length * 3 <= maxBytes || utf8.encode(text).length <= maxBytes) return text
+  const budget = maxBytes - 3 // the ellipsis
+  let bytes = 0
+  let end = 0
+  for (const char of text) {
+    const size = utf8.encode(char).length
+    if (bytes + size > budget) break
+    bytes += size
+    end += char.length
+  }
+  return `${text.slice(0, end)}…`
+}

@@ -1,3 +1,4 @@
+import * as http from "node:http"
 import * as net from "node:net"
 import type { AddressInfo } from "node:net"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
@@ -5,6 +6,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as HashMap from "effect/HashMap"
+import * as Logger from "effect/Logger"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as OpenAiProvider from "../../../src/providers/openai/OpenAiProvider.js"
@@ -211,14 +214,15 @@ describe("OpenAiProvider", () => {
       const provider = yield* providerFor(fake)
       const events = yield* collectEvents(provider, request)
       expect(events).toHaveLength(1)
-      expect(failedMessage(events)).toMatch(/^upstream request failed: .*ECONNREFUSED/)
+      // The cause (and the upstream's address) goes to the log, not into the event the client sees.
+      expect(failedMessage(events)).toBe("upstream unreachable")
     }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("a base URL that is not a URL → Failed, no request", () =>
     Effect.gen(function*() {
       const provider = yield* providerFor({ url: "not a url" })
       const events = yield* collectEvents(provider, request)
-      expect(failedMessage(events)).toMatch(/^upstream request failed: invalid base URL/)
+      expect(failedMessage(events)).toBe("upstream request failed: invalid base URL")
     }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("a stale pooled connection closed before any answer is retried once on a fresh one", () =>
@@ -402,4 +406,122 @@ describe("fakeUpstream", () => {
       const body = yield* Effect.promise(() => fetch(`${fake.url}/models`).then((r) => r.json()))
       expect(body).toEqual({ object: "list", data: [{ id: "fake-model", object: "model", created: 0, owned_by: "fake" }] })
     }))
+
+})
+
+describe("OpenAiProvider: upstream error answers", () => {
+    /** An upstream that answers every request with `status`, `headers` and the JSON `body`. */
+    const answering = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+      Effect.acquireRelease(
+        Effect.promise(() =>
+          new Promise<{ readonly url: string; readonly server: http.Server }>((resolve) => {
+            const server = http.createServer((req, res) => {
+              req.resume()
+              req.on("end", () => res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body)))
+            })
+            server.listen(0, "127.0.0.1", () =>
+              resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, server })
+            )
+          })
+        ),
+        ({ server }) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      )
+
+    const failedWith = (status: number, body: unknown, headers: Record<string, string> = {}, options: Partial<OpenAiProvider.Options> = {}) =>
+      Effect.gen(function*() {
+        const upstream = yield* answering(status, body, headers)
+        const events = yield* collectEvents(yield* providerFor(upstream, options), request)
+        expect(events).toHaveLength(1)
+        const last = events[0]
+        return last?._tag === "Failed" ? last : expect.unreachable("not Failed")
+      })
+
+    it.scopedLive("400 context_length_exceeded → Failed with the upstream's status, code and message", () =>
+      Effect.gen(function*() {
+        const failed = yield* failedWith(400, {
+          error: { message: "This model's maximum context length is 8192 tokens", type: "invalid_request_error", code: "context_length_exceeded" }
+        })
+        expect(failed).toEqual(
+          RunEvent.failed("upstream answered HTTP 400: This model's maximum context length is 8192 tokens", {
+            status: 400,
+            message: "This model's maximum context length is 8192 tokens",
+            code: "context_length_exceeded"
+          })
+        )
+      }).pipe(Effect.provide(upstreamDispatcher)))
+
+    it.scopedLive("429 → Failed with the upstream's Retry-After (seconds, or retry-after-ms rounded up)", () =>
+      Effect.gen(function*() {
+        const body = { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } }
+        const seconds = yield* failedWith(429, body, { "retry-after": "7" })
+        expect(seconds.upstream).toEqual({ status: 429, message: "Rate limit reached", code: "rate_limit_exceeded", retryAfter: 7 })
+        const ms = yield* failedWith(429, body, { "retry-after-ms": "1200" })
+        expect(ms.upstream?.retryAfter).toBe(2)
+        const none = yield* failedWith(429, { error: "busy" })
+        expect(none.upstream).toEqual({ status: 429, message: "busy" })
+      }).pipe(Effect.provide(upstreamDispatcher)))
+
+    it.scopedLive("413 and 5xx carry their status; a numeric code (llama.cpp) is not a code", () =>
+      Effect.gen(function*() {
+        expect((yield* failedWith(413, { error: { message: "too big", code: 413 } })).upstream).toEqual({ status: 413, message: "too big" })
+        expect((yield* failedWith(503, { error: { message: "loading" } }, { "retry-after": "3" })).upstream).toEqual({
+          status: 503,
+          message: "loading",
+          retryAfter: 3
+        })
+      }).pipe(Effect.provide(upstreamDispatcher)))
+
+    it.scopedLive("a 401 that echoes the Authorization header: the edge's key never reaches the event", () =>
+      Effect.gen(function*() {
+        const key = "sk-up-SECRET-0123456789"
+        const failed = yield* failedWith(
+          401,
+          { error: { message: `Invalid header 'Authorization: Bearer ${key}' (key ${key})`, code: "invalid_api_key" } },
+          {},
+          { apiKey: Redacted.make(key) }
+        )
+        expect(JSON.stringify(failed)).not.toContain("SECRET")
+        expect(failed.upstream).toMatchObject({ status: 401, code: "invalid_api_key" })
+        expect(failed.upstream?.message).toBe("Invalid header 'Authorization: Bearer [redacted]' (key [redacted])")
+
+        // A key that looks like nothing in particular is still scrubbed, also past the message's cut.
+        const plain = "plain-upstream-password"
+        const long = yield* failedWith(
+          403,
+          { detail: `${"x".repeat(495)} ${plain} ${"y".repeat(3000)}` },
+          {},
+          { apiKey: Redacted.make(plain) }
+        )
+        expect(JSON.stringify(long)).not.toContain("plain-up")
+        expect(new TextEncoder().encode(long.message).length).toBeLessThanOrEqual(1024)
+      }).pipe(Effect.provide(upstreamDispatcher)))
+
+    it.scopedLive("upstream text is clipped to 1 KiB of UTF-8 and scrubbed, also in a mid-stream error event", () =>
+      Effect.gen(function*() {
+        const wide = yield* failedWith(400, { error: { message: "é".repeat(5000) } })
+        expect(new TextEncoder().encode(wide.message).length).toBeLessThanOrEqual(1024)
+        expect(new TextEncoder().encode(wide.upstream?.message ?? "").length).toBeLessThanOrEqual(1024)
+        const { events } = yield* runAgainst(
+          { kind: "sse", events: [chunk({ content: "a" }), errorEvent("bad auth Bearer sk-up-99999999")] },
+          { apiKey: Redacted.make("sk-up-99999999") }
+        )
+        expect(events).toEqual([RunEvent.delta("a"), RunEvent.failed("upstream error: bad auth Bearer [redacted]")])
+      }).pipe(Effect.provide(upstreamDispatcher)))
+
+    it.scopedLive("connection refused: the client's message says 'upstream unreachable', the address is logged only", () =>
+      Effect.gen(function*() {
+        const logged: Array<string> = []
+        const logger = Logger.make(({ annotations, message }) => {
+          logged.push(`${String(message)} ${JSON.stringify(Object.fromEntries(HashMap.toEntries(annotations)))}`)
+        })
+        const fake = yield* Effect.promise(() => startFakeUpstream({ kind: "sse", events: [] }))
+        yield* Effect.promise(() => fake.close())
+        const events = yield* collectEvents(yield* providerFor(fake), request).pipe(
+          Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+        )
+        expect(events).toEqual([RunEvent.failed("upstream unreachable")])
+        expect(JSON.stringify(events)).not.toContain("127.0.0.1")
+        expect(yield* waitFor(() => logged.length > 0, 1000)).toBe(true)
+        expect(logged.join("\n")).toMatch(/upstream request failed.*ECONNREFUSED.*127\.0\.0\.1/)
+      }).pipe(Effect.provide(upstreamDispatcher)))
 })

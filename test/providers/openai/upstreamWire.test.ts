@@ -1,7 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Mapper from "../../../src/providers/openai/toRunEvents.js"
-import { decodeChunk, decodeEvent, errorBodyMessage } from "../../../src/providers/openai/upstreamWire.js"
+import {
+  clipBytes,
+  decodeChunk,
+  decodeEvent,
+  errorBodyCode,
+  errorBodyMessage,
+  retryAfterSeconds,
+  scrubSecrets,
+  upstreamText
+} from "../../../src/providers/openai/upstreamWire.js"
 import * as RunEvent from "../../../src/run/RunEvent.js"
 
 describe("upstreamWire", () => {
@@ -311,5 +320,69 @@ describe("decodeEvent: field guards, no Schema", () => {
       })
     },
     { fastCheck: { numRuns: 2000 } }
+  )
+
+})
+
+describe("upstreamWire: upstream error text", () => {
+  it("errorBodyCode: the upstream's string error code, if it is a short token", () => {
+    expect(errorBodyCode("{\"error\":{\"message\":\"m\",\"code\":\"context_length_exceeded\"}}")).toBe("context_length_exceeded")
+    expect(errorBodyCode("{\"error\":{\"message\":\"m\",\"code\":400}}")).toBeUndefined()
+    expect(errorBodyCode("{\"error\":{\"message\":\"m\",\"code\":null}}")).toBeUndefined()
+    expect(errorBodyCode("{\"error\":{\"message\":\"m\",\"code\":\"has spaces and {json}\"}}")).toBeUndefined()
+    expect(errorBodyCode(`{"error":{"message":"m","code":"${"x".repeat(65)}"}}`)).toBeUndefined()
+    expect(errorBodyCode("{\"error\":\"text\"}")).toBeUndefined()
+    expect(errorBodyCode("{\"detail\":\"Not Found\"}")).toBeUndefined()
+    expect(errorBodyCode("not json")).toBeUndefined()
+  })
+
+  it("retryAfterSeconds: delta-seconds (rounded up, at least 1), else retry-after-ms; dates and junk ignored", () => {
+    expect(retryAfterSeconds("7", undefined)).toBe(7)
+    expect(retryAfterSeconds(" 2.5 ", undefined)).toBe(3)
+    expect(retryAfterSeconds("0", undefined)).toBe(1)
+    expect(retryAfterSeconds(["4", "9"], undefined)).toBe(4)
+    expect(retryAfterSeconds(undefined, "1500")).toBe(2)
+    expect(retryAfterSeconds(undefined, "20")).toBe(1)
+    expect(retryAfterSeconds("5", "100")).toBe(5)
+    expect(retryAfterSeconds("Wed, 21 Oct 2015 07:28:00 GMT", undefined)).toBeUndefined()
+    expect(retryAfterSeconds("-1", "soon")).toBeUndefined()
+    expect(retryAfterSeconds("999999", undefined)).toBeUndefined()
+    expect(retryAfterSeconds(undefined, undefined)).toBeUndefined()
+  })
+
+  it("scrubSecrets: the configured key, Bearer tokens and sk-… tokens are redacted", () => {
+    expect(scrubSecrets("bad header: Authorization: Bearer sk-up-123456", "sk-up-123456")).toBe(
+      "bad header: Authorization: Bearer [redacted]"
+    )
+    expect(scrubSecrets("key plainsecretvalue was refused", "plainsecretvalue")).toBe("key [redacted] was refused")
+    expect(scrubSecrets("{\"auth\":\"Bearer abc.def\"}", undefined)).toBe("{\"auth\":\"Bearer [redacted]\"}")
+    expect(scrubSecrets("Incorrect API key provided: sk-proj-AbC123xyz.", undefined)).toBe("Incorrect API key provided: [redacted].")
+    expect(scrubSecrets("task-1234 and disk-full stay", undefined)).toBe("task-1234 and disk-full stay")
+    expect(scrubSecrets("nothing here", "")).toBe("nothing here")
+  })
+
+  it("clipBytes / upstreamText: at most 1 KiB of UTF-8, cut between characters, the key never survives a cut", () => {
+    expect(clipBytes("short", 1024)).toBe("short")
+    const ascii = clipBytes("a".repeat(5000), 1024)
+    expect(new TextEncoder().encode(ascii).length).toBeLessThanOrEqual(1024)
+    expect(ascii.endsWith("…")).toBe(true)
+    const wide = clipBytes("é😀".repeat(1000), 1024)
+    expect(new TextEncoder().encode(wide).length).toBeLessThanOrEqual(1024)
+    expect(wide).not.toContain("\uFFFD")
+    expect(wide.slice(0, -1)).toBe("é😀".repeat(1000).slice(0, wide.length - 1))
+    const key = "k3y-" + "z".repeat(40)
+    const text = upstreamText(`${"x".repeat(1000)} ${key}`, key)
+    expect(new TextEncoder().encode(text).length).toBeLessThanOrEqual(1024)
+    expect(text).not.toContain("k3y-zz")
+  })
+
+  it.prop(
+    "upstreamText never contains the key and is at most 1 KiB",
+    [fc.string({ maxLength: 2000 }), fc.string({ minLength: 8, maxLength: 40 }).filter((k) => k.trim() === k && !"Bearer [redacted]".includes(k))],
+    ([text, key]) => {
+      const out = upstreamText(`${text}${key}${text}Bearer ${key}`, key)
+      expect(out.includes(key)).toBe(false)
+      expect(new TextEncoder().encode(out).length).toBeLessThanOrEqual(1024)
+    }
   )
 })
