@@ -78,7 +78,12 @@ export const ApiKeyEntry = Schema.Union(
 )
 export type ApiKeyEntry = typeof ApiKeyEntry.Type
 
-export const ServerConfig = Schema.Struct({
+/** Node refuses to start when the headers may take longer than the whole request. */
+const headersWithinRequest = (s: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number }) =>
+  s.headersTimeoutMs <= s.requestTimeoutMs ||
+  { path: ["headersTimeoutMs"], message: `must be at most requestTimeoutMs (${s.requestTimeoutMs})` }
+
+const ServerFields = Schema.Struct({
   host: Schema.optionalWith(Schema.String, { default: () => "127.0.0.1" }),
   port: Schema.optionalWith(Port, { default: () => 8080 }),
   apiKeys: Schema.optionalWith(Schema.Array(ApiKeyEntry), { default: () => [] }),
@@ -90,8 +95,12 @@ export const ServerConfig = Schema.Struct({
   /** Slow clients: the longest wait for a request's headers, and for the whole request. */
   headersTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
   requestTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 30_000 }),
+  /** Open connections at most; more are closed as they arrive. */
+  maxConnections: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
   shutdownGraceMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 10_000 })
 })
+
+export const ServerConfig = ServerFields.pipe(Schema.filter(headersWithinRequest))
 export type ServerConfig = typeof ServerConfig.Type
 
 export const RunsConfig = Schema.Struct({
@@ -125,7 +134,7 @@ const uniqueModelIds = (models: ReadonlyArray<ModelConfig>) => {
 export const EdgeConfigSchema = Schema.Struct({
   /** Editors' pointer to `iop config schema` output; ignored by the edge. */
   $schema: Schema.optional(Schema.String),
-  server: Schema.optionalWith(ServerConfig, { default: () => ServerConfig.make({}) }),
+  server: Schema.optionalWith(ServerConfig, { default: () => ServerFields.make({}) }),
   runs: Schema.optionalWith(RunsConfig, { default: () => RunsConfig.make({}) }),
   log: Schema.optionalWith(LogConfig, { default: () => LogConfig.make({}) }),
   models: Schema.optionalWith(

@@ -12,7 +12,7 @@ import * as Layer from "effect/Layer"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { ChatCompletions } from "../dialects/chat-completions/ChatCompletions.js"
-import { EdgeConfig } from "../config/EdgeConfig.js"
+import { EdgeConfig, type ServerConfig } from "../config/EdgeConfig.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
 import { RunService } from "../run/RunService.js"
@@ -105,6 +105,22 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
   )
 
 /**
+ * Node's options for the configured slow-client timeouts. Node enforces both
+ * only when it checks its connections, every `connectionsCheckingInterval`
+ * (default 30 s): checked at a quarter of the shorter timeout, at most every
+ * second, each holds to within a second.
+ */
+export const nodeServerOptions = (server: Pick<ServerConfig, "headersTimeoutMs" | "requestTimeoutMs">) => ({
+  keepAliveTimeout: 5_000,
+  headersTimeout: server.headersTimeoutMs,
+  requestTimeout: server.requestTimeoutMs,
+  connectionsCheckingInterval: Math.max(
+    1,
+    Math.min(1_000, Math.floor(Math.min(server.headersTimeoutMs, server.requestTimeoutMs) / 4))
+  )
+})
+
+/**
  * The Node HTTP server bound to the configured host and port. After the drain
  * (which runs first) every connection still open is an idle keep-alive one:
  * it is closed so that the server's close does not wait for clients.
@@ -113,11 +129,8 @@ export const NodeServerLive: Layer.Layer<HttpServer.HttpServer, HttpServerError.
   Layer.unwrapEffect(
     EdgeConfig.pipe(
       Effect.map((config) => {
-        const server = createServer({
-          keepAliveTimeout: 5_000,
-          headersTimeout: config.server.headersTimeoutMs,
-          requestTimeout: config.server.requestTimeoutMs
-        })
+        const server = createServer(nodeServerOptions(config.server))
+        server.maxConnections = config.server.maxConnections
         const closeConnections = Layer.scopedDiscard(
           Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
         )
