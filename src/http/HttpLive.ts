@@ -5,6 +5,7 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -21,12 +22,16 @@ import { Lifecycle } from "./Lifecycle.js"
 import type { Limits } from "./Limits.js"
 import { routeLabel } from "./routeLabel.js"
 import { makeRoutes } from "./routes.js"
+import { applyPlan, planUnread } from "./unreadBody.js"
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
-/** Request id, open-request tracking and one access-log line per request (written when its body ends). */
-const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) =>
-  HttpMiddleware.make((app) =>
+/**
+ * Request id, open-request tracking, one access-log line per request (written when its body ends), and the
+ * close of a connection whose request body was not read.
+ */
+const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, server: ServerConfig) => {
+  return HttpMiddleware.make((app) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const given = request.headers["x-request-id"]
@@ -34,7 +39,14 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) 
       const startedAt = yield* Clock.currentTimeMillis
       yield* Effect.annotateLogsScoped({ request_id: requestId })
       yield* lifecycle.track
-      const response = yield* app
+      const routed = yield* app
+      const source = NodeHttpServerRequest.toIncomingMessage(request)
+      const unread = planUnread({
+        headers: request.headers,
+        complete: source.complete,
+        maxBodyBytes: server.maxBodyBytes
+      })
+      const response = applyPlan(routed, unread, source, server.requestTimeoutMs)
       const path = request.url.split("?")[0] ?? request.url
       const route = routeLabel(request.url)
       yield* Effect.addFinalizer(() =>
@@ -50,6 +62,7 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) 
       return HttpServerResponse.setHeader(response, "x-request-id", requestId)
     })
   )
+}
 
 /** Serves the edge's routes on an HttpServer that the caller provides. */
 export const HttpAppLive: Layer.Layer<
@@ -61,8 +74,11 @@ export const HttpAppLive: Layer.Layer<
     const router = yield* makeRoutes
     const lifecycle = yield* Lifecycle
     const metrics = yield* Metrics
+    const config = yield* EdgeConfig
     // Applied to the app itself (not as `serve`'s middleware, which runs after the response is written).
-    return HttpServer.serve(edgeMiddleware(lifecycle, metrics)(HttpRouter.toHttpApp(router).pipe(Effect.flatten)))
+    return HttpServer.serve(
+      edgeMiddleware(lifecycle, metrics, config.server)(HttpRouter.toHttpApp(router).pipe(Effect.flatten))
+    )
   })
 )
 
