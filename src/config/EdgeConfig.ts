@@ -78,6 +78,19 @@ export const ApiKeyEntry = Schema.Union(
 )
 export type ApiKeyEntry = typeof ApiKeyEntry.Type
 
+/** A browser origin as `scheme://host[:port]`, without a path. */
+const Origin = Schema.String.pipe(
+  Schema.pattern(/^[a-z][a-z0-9+.-]*:\/\/[^/?#\s]+\/?$/i, {
+    message: () => "an origin: scheme://host[:port] (no path), e.g. https://app.example"
+  })
+)
+
+export const CorsConfig = Schema.Struct({
+  /** Browser origins whose cross-origin requests are served (default: none; any other `Origin` gets 403). */
+  allowedOrigins: Schema.optionalWith(Schema.Array(Origin), { default: () => [] })
+})
+export type CorsConfig = typeof CorsConfig.Type
+
 /** Node refuses to start when the headers may take longer than the whole request. */
 const headersWithinRequest = (s: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number }) =>
   s.headersTimeoutMs <= s.requestTimeoutMs ||
@@ -97,7 +110,10 @@ const ServerFields = Schema.Struct({
   requestTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 30_000 }),
   /** Open connections at most; more are closed as they arrive. */
   maxConnections: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
-  shutdownGraceMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 10_000 })
+  shutdownGraceMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 10_000 }),
+  cors: Schema.optionalWith(CorsConfig, { default: () => CorsConfig.make({}) }),
+  /** On a loopback bind: `Host` names accepted beside localhost, 127.0.0.1 and [::1] (DNS rebinding). */
+  allowedHosts: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] })
 })
 
 export const ServerConfig = ServerFields.pipe(Schema.filter(headersWithinRequest))

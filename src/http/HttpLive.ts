@@ -18,19 +18,41 @@ import { Metrics } from "../observability/Metrics.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
 import { RunService } from "../run/RunService.js"
 import type { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
+import { HostNotAllowed, OriginNotAllowed } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
 import type { Limits } from "./Limits.js"
+import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
 import { routeLabel } from "./routeLabel.js"
-import { makeRoutes } from "./routes.js"
+import { errorResponse, makeRoutes } from "./routes.js"
 import { applyPlan, planUnread } from "./unreadBody.js"
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
+/** The edge's answer before (or instead of) the routes: a refused Host or Origin, a CORS preflight. */
+const browserGate = <E, R>(
+  decision: OriginDecision,
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
+  switch (decision._tag) {
+    case "HostRefused":
+      return Effect.succeed(errorResponse(new HostNotAllowed({ host: decision.host })))
+    case "OriginRefused":
+      return Effect.succeed(errorResponse(new OriginNotAllowed({ origin: decision.origin })))
+    case "Preflight":
+      return Effect.succeed(HttpServerResponse.empty({ status: 204, headers: decision.headers }))
+    case "Pass":
+      return Object.keys(decision.headers).length === 0
+        ? app
+        : Effect.map(app, HttpServerResponse.setHeaders(decision.headers))
+  }
+}
+
 /**
- * Request id, open-request tracking, one access-log line per request (written when its body ends), and the
- * close of a connection whose request body was not read.
+ * Request id, open-request tracking, the Host/Origin checks, one access-log line per request (written when its
+ * body ends), and the close of a connection whose request body was not read.
  */
 const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, server: ServerConfig) => {
+  const policy = makeOriginPolicy(server)
   return HttpMiddleware.make((app) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -39,7 +61,7 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, 
       const startedAt = yield* Clock.currentTimeMillis
       yield* Effect.annotateLogsScoped({ request_id: requestId })
       yield* lifecycle.track
-      const routed = yield* app
+      const routed = yield* browserGate(decide(policy, request), app)
       const source = NodeHttpServerRequest.toIncomingMessage(request)
       const unread = planUnread({
         headers: request.headers,

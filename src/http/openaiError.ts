@@ -33,6 +33,10 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
       return { status: 413, body: body(e.message, "invalid_request_error", null, "request_too_large") }
     case "Unauthorized":
       return { status: 401, body: body(e.message, "authentication_error", null, "invalid_api_key") }
+    case "HostNotAllowed":
+      return { status: 403, body: body(e.message, "invalid_request_error", null, "host_not_allowed") }
+    case "OriginNotAllowed":
+      return { status: 403, body: body(e.message, "invalid_request_error", null, "origin_not_allowed") }
     case "RouteNotFound":
       return { status: 404, body: body(e.message, "invalid_request_error", null, "not_found") }
     case "RateLimited":
