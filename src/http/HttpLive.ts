@@ -10,8 +10,9 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
-import { createServer } from "node:http"
+import { createServer, type Server } from "node:http"
 import type { ChatCompletions } from "../dialects/chat-completions/ChatCompletions.js"
 import { EdgeConfig, type ServerConfig } from "../config/EdgeConfig.js"
 import { Metrics } from "../observability/Metrics.js"
@@ -21,6 +22,7 @@ import type { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
 import { HostNotAllowed, OriginNotAllowed } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
 import type { Limits } from "./Limits.js"
+import { fromNodeServer, Listener } from "./Listener.js"
 import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
 import { routeLabel } from "./routeLabel.js"
 import { errorResponse, makeRoutes } from "./routes.js"
@@ -49,7 +51,7 @@ const browserGate = <E, R>(
 
 /**
  * Request id, open-request tracking, the Host/Origin checks, one access-log line per request (written when its
- * body ends), and the close of a connection whose request body was not read.
+ * body ends), and the close of a connection whose request body was not read or that is answered while draining.
  */
 const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, server: ServerConfig) => {
   const policy = makeOriginPolicy(server)
@@ -68,7 +70,9 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, 
         complete: source.complete,
         maxBodyBytes: server.maxBodyBytes
       })
-      const response = applyPlan(routed, unread, source, server.requestTimeoutMs)
+      // While draining every answer closes its connection, so that none is left idle for the listener's close to cut.
+      const plan = unread._tag === "Keep" && (yield* lifecycle.draining) ? ({ _tag: "Close" } as const) : unread
+      const response = applyPlan(routed, plan, source, server.requestTimeoutMs)
       const path = request.url.split("?")[0] ?? request.url
       const route = routeLabel(request.url)
       yield* Effect.addFinalizer(() =>
@@ -106,9 +110,11 @@ export const HttpAppLive: Layer.Layer<
 
 /**
  * Marks the edge serving once it listens, and on shutdown (its finalizer runs
- * before the server closes): refuse new requests, let open ones finish within
- * `server.shutdownGraceMs`, then cancel what is left so every caller gets its
- * terminal event.
+ * before the server closes): refuse new requests (503, `Connection: close`),
+ * let open ones finish within `server.shutdownGraceMs`, then cancel what is
+ * left so every caller gets its terminal event. Last, the listener stops
+ * accepting while the routes are still installed, so a request already on a
+ * connection is answered 503 rather than reset.
  */
 export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServer | Lifecycle | RunService | EdgeConfig> =
   Layer.scopedDiscard(
@@ -136,6 +142,13 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
             yield* runs.cancelAll("edge shutting down", 1_000)
             yield* waitIdle(1_000)
           }
+          const listener = yield* Effect.serviceOption(Listener)
+          if (Option.isSome(listener)) {
+            const closed = yield* Effect.forkDaemon(Effect.interruptible(listener.value.close(1_000))).pipe(
+              Effect.flatMap(Fiber.join)
+            )
+            if (!closed) yield* Effect.logWarning("connections still open after the drain: closing them")
+          }
           yield* Effect.logInfo("stopped")
         })
       )
@@ -159,24 +172,23 @@ export const nodeServerOptions = (server: Pick<ServerConfig, "headersTimeoutMs" 
 })
 
 /**
- * The Node HTTP server bound to the configured host and port. After the drain
- * (which runs first) every connection still open is an idle keep-alive one:
- * it is closed so that the server's close does not wait for clients.
+ * A Node HTTP server bound to the configured host and port, and its
+ * `Listener`. After the drain (which runs first, and closes the listener)
+ * every connection still open is one that did not finish in time: it is
+ * closed so that the server's close does not wait for clients. `server` is
+ * for tests that watch its connections.
  */
-export const NodeServerLive: Layer.Layer<HttpServer.HttpServer, HttpServerError.ServeError, EdgeConfig> =
-  Layer.unwrapEffect(
-    EdgeConfig.pipe(
-      Effect.map((config) => {
-        const server = createServer(nodeServerOptions(config.server))
-        server.maxConnections = config.server.maxConnections
-        const closeConnections = Layer.scopedDiscard(
-          Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
-        )
-        return closeConnections.pipe(
-          Layer.provideMerge(
-            NodeHttpServer.layerServer(() => server, { host: config.server.host, port: config.server.port })
-          )
-        )
-      })
-    )
+export const nodeServerLayer = (
+  config: ServerConfig,
+  server: Server = createServer(nodeServerOptions(config))
+): Layer.Layer<HttpServer.HttpServer | Listener, HttpServerError.ServeError> => {
+  server.maxConnections = config.maxConnections
+  const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections())))
+  return Layer.merge(closeConnections, Layer.succeed(Listener, fromNodeServer(server))).pipe(
+    Layer.provideMerge(NodeHttpServer.layerServer(() => server, { host: config.host, port: config.port }))
   )
+}
+
+/** The edge's Node HTTP server, for the config's `server` section. */
+export const NodeServerLive: Layer.Layer<HttpServer.HttpServer | Listener, HttpServerError.ServeError, EdgeConfig> =
+  Layer.unwrapEffect(EdgeConfig.pipe(Effect.map((config) => nodeServerLayer(config.server))))

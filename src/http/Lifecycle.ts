@@ -12,12 +12,17 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 export declare namespace Lifecycle {
   export interface Service {
     readonly serving: Effect.Effect<boolean>
+    readonly draining: Effect.Effect<boolean>
     readonly markServing: Effect.Effect<void>
     readonly startDraining: Effect.Effect<void>
-    /** Counts a request open until the scope (the request's) closes. */
+    /**
+     * Counts a request open until the scope (the request's) closes. Requests that arrive while
+     * draining are not counted: they are answered 503 at once, and a steady stream of them must
+     * not keep the drain from ending.
+     */
     readonly track: Effect.Effect<void, never, Scope.Scope>
     readonly open: Effect.Effect<number>
-    /** Waits until no request is open, at most `timeout`; true when they all finished. */
+    /** Waits until no counted request is open, at most `timeout`; true when they all finished. */
     readonly awaitIdle: (timeout: Duration.DurationInput) => Effect.Effect<boolean>
   }
 }
@@ -29,10 +34,16 @@ export const make = Effect.gen(function* () {
   const open = yield* SubscriptionRef.make(0)
   return {
     serving: Ref.get(state).pipe(Effect.map((s) => s === "serving")),
+    draining: Ref.get(state).pipe(Effect.map((s) => s === "draining")),
     markServing: Ref.update(state, (s) => (s === "starting" ? "serving" : s)),
     startDraining: Ref.set(state, "draining"),
-    track: Effect.acquireRelease(SubscriptionRef.update(open, (n) => n + 1), () =>
-      SubscriptionRef.update(open, (n) => n - 1)
+    track: Effect.acquireRelease(
+      Ref.get(state).pipe(
+        Effect.flatMap((s) =>
+          s === "draining" ? Effect.succeed(false) : SubscriptionRef.update(open, (n) => n + 1).pipe(Effect.as(true))
+        )
+      ),
+      (counted) => (counted ? SubscriptionRef.update(open, (n) => n - 1) : Effect.void)
     ),
     open: SubscriptionRef.get(open),
     awaitIdle: (timeout) =>

@@ -24,7 +24,10 @@ const body = (message: string, type: string, param: string | null = null, code: 
   error: { message, type, param, code }
 })
 
-/** The status and body of an error answered before any response was written. */
+/** Every 429 and 503: the OpenAI SDKs wait this long before their retry. */
+const RETRY_SOON: Readonly<Record<string, string>> = { "retry-after": "1" }
+
+/** The status, body and headers of an error answered before any response was written. */
 export const toHttpError = (e: EdgeError): HttpErrorResponse => {
   switch (e._tag) {
     case "InvalidRequest":
@@ -43,7 +46,7 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
       return {
         status: 429,
         body: body(e.message, "rate_limit_error", null, "rate_limit_exceeded"),
-        headers: { "retry-after": "1" }
+        headers: RETRY_SOON
       }
     case "ModelNotFound":
       return { status: 404, body: body(e.message, "invalid_request_error", "model", "model_not_found") }
@@ -52,7 +55,11 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
     case "NoNodeAccepted":
     case "NodeUnavailable":
     case "ShuttingDown":
-      return { status: 503, body: body(e.message, "service_unavailable", null, "service_unavailable") }
+      return {
+        status: 503,
+        body: body(e.message, "service_unavailable", null, "service_unavailable"),
+        headers: RETRY_SOON
+      }
     case "RunFailed":
       return { status: 502, body: body(e.message, "run_error") }
     case "RunTimedOut":

@@ -3,11 +3,12 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import { createServer, type Server } from "node:http"
 import { connect } from "node:net"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { EdgeHttpLive } from "../../src/Edge.js"
-import { NodeServerLive } from "../../src/http/HttpLive.js"
+import { nodeServerLayer, nodeServerOptions, NodeServerLive } from "../../src/http/HttpLive.js"
 
 /** What a raw socket client saw of one exchange. */
 export interface RawExchange {
@@ -97,22 +98,22 @@ export const parseResponse = (raw: string) => {
   return { status: Number(statusLine.split(" ")[1]), headers, body: split === -1 ? "" : raw.slice(split + 4) }
 }
 
-/** The edge on the production Node server (its timeouts and limits), on an ephemeral loopback port. */
-export const edgeOnNodeServer = (server: Record<string, unknown> = {}, tokenDelayMs = 0) =>
-  EdgeHttpLive.pipe(
-    Layer.provideMerge(NodeServerLive),
-    Layer.provide(
-      EdgeConfig.layer(
-        Either.getOrThrow(
-          decodeConfigJson("test", {
-            server: { port: 0, ...server },
-            models: [{ id: "echo", provider: { type: "echo", tokenDelayMs } }]
-          })
-        )
-      )
-    ),
+/**
+ * The edge on the production Node server (its timeouts and limits), on an ephemeral loopback port.
+ * With `watch`, the Node server is made here and handed to it first (to watch its connections).
+ */
+export const edgeOnNodeServer = (server: Record<string, unknown> = {}, tokenDelayMs = 0, watch?: (node: Server) => void) => {
+  const config = Either.getOrThrow(
+    decodeConfigJson("test", { server: { port: 0, ...server }, models: [{ id: "echo", provider: { type: "echo", tokenDelayMs } }] })
+  )
+  const node = watch === undefined ? undefined : createServer(nodeServerOptions(config.server))
+  if (node !== undefined) watch?.(node)
+  return EdgeHttpLive.pipe(
+    Layer.provideMerge(node === undefined ? NodeServerLive : nodeServerLayer(config.server, node)),
+    Layer.provide(EdgeConfig.layer(config)),
     Layer.provide(NodeHttpClient.dispatcherLayer)
   )
+}
 
 /** The port the server listens on. */
 export const serverPort = HttpServer.HttpServer.pipe(

@@ -1,10 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Either from "effect/Either"
 import * as JSONSchema from "effect/JSONSchema"
+import { NoNodeAccepted, RunFailed } from "../../src/chat/errors.js"
 import { defaultConfig, EdgeConfigSchema } from "../../src/config/EdgeConfig.js"
 import { parseConfigText } from "../../src/config/loadConfig.js"
-import { HostNotAllowed, OriginNotAllowed } from "../../src/http/errors.js"
+import { HostNotAllowed, OriginNotAllowed, RateLimited, ShuttingDown } from "../../src/http/errors.js"
 import { toHttpError } from "../../src/http/openaiError.js"
+import { NodesAtCapacity, NodeUnavailable, NoNodeForModel } from "../../src/run/errors.js"
+import { NodeId } from "../../src/run/RunEvent.js"
 
 const errorOf = (server: unknown) => {
   const result = parseConfigText("edge.json", JSON.stringify({ server }))
@@ -37,7 +40,23 @@ describe("server config: browsers, connections", () => {
   })
 })
 
-describe("403 for browsers", () => {
+describe("status headers", () => {
+  it("every 503 carries Retry-After: 1; 429 keeps it", () => {
+    for (const e of [
+      new ShuttingDown(),
+      new NoNodeForModel({ model: "m" }),
+      new NodesAtCapacity({ model: "m" }),
+      new NoNodeAccepted({ reason: "r" }),
+      new NodeUnavailable({ nodeId: NodeId.make("n"), reason: "gone" })
+    ]) {
+      const r = toHttpError(e)
+      expect(r.status, e._tag).toBe(503)
+      expect(r.headers?.["retry-after"], e._tag).toBe("1")
+    }
+    expect(toHttpError(new RateLimited({ scope: "edge", limit: 1 })).headers).toEqual({ "retry-after": "1" })
+    expect(toHttpError(new RunFailed({ reason: "x" })).headers).toBeUndefined()
+  })
+
   it("403 for a refused Host or Origin, naming it (clipped)", () => {
     const host = toHttpError(new HostNotAllowed({ host: "evil.example" }))
     expect(host).toMatchObject({ status: 403, body: { error: { type: "invalid_request_error", code: "host_not_allowed" } } })
