@@ -78,7 +78,25 @@ export const ApiKeyEntry = Schema.Union(
 )
 export type ApiKeyEntry = typeof ApiKeyEntry.Type
 
-export const ServerConfig = Schema.Struct({
+/** A browser origin as `scheme://host[:port]`, without a path. */
+const Origin = Schema.String.pipe(
+  Schema.pattern(/^[a-z][a-z0-9+.-]*:\/\/[^/?#\s]+\/?$/i, {
+    message: () => "an origin: scheme://host[:port] (no path), e.g. https://app.example"
+  })
+)
+
+export const CorsConfig = Schema.Struct({
+  /** Browser origins whose cross-origin requests are served (default: none; any other `Origin` gets 403). */
+  allowedOrigins: Schema.optionalWith(Schema.Array(Origin), { default: () => [] })
+})
+export type CorsConfig = typeof CorsConfig.Type
+
+/** Node refuses to start when the headers may take longer than the whole request. */
+const headersWithinRequest = (s: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number }) =>
+  s.headersTimeoutMs <= s.requestTimeoutMs ||
+  { path: ["headersTimeoutMs"], message: `must be at most requestTimeoutMs (${s.requestTimeoutMs})` }
+
+const ServerFields = Schema.Struct({
   host: Schema.optionalWith(Schema.String, { default: () => "127.0.0.1" }),
   port: Schema.optionalWith(Port, { default: () => 8080 }),
   apiKeys: Schema.optionalWith(Schema.Array(ApiKeyEntry), { default: () => [] }),
@@ -90,8 +108,15 @@ export const ServerConfig = Schema.Struct({
   /** Slow clients: the longest wait for a request's headers, and for the whole request. */
   headersTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
   requestTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 30_000 }),
-  shutdownGraceMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 10_000 })
+  /** Open connections at most; more are closed as they arrive. */
+  maxConnections: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
+  shutdownGraceMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 10_000 }),
+  cors: Schema.optionalWith(CorsConfig, { default: () => CorsConfig.make({}) }),
+  /** On a loopback bind: `Host` names accepted beside localhost, 127.0.0.1 and [::1] (DNS rebinding). */
+  allowedHosts: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] })
 })
+
+export const ServerConfig = ServerFields.pipe(Schema.filter(headersWithinRequest))
 export type ServerConfig = typeof ServerConfig.Type
 
 export const RunsConfig = Schema.Struct({
@@ -125,7 +150,7 @@ const uniqueModelIds = (models: ReadonlyArray<ModelConfig>) => {
 export const EdgeConfigSchema = Schema.Struct({
   /** Editors' pointer to `iop config schema` output; ignored by the edge. */
   $schema: Schema.optional(Schema.String),
-  server: Schema.optionalWith(ServerConfig, { default: () => ServerConfig.make({}) }),
+  server: Schema.optionalWith(ServerConfig, { default: () => ServerFields.make({}) }),
   runs: Schema.optionalWith(RunsConfig, { default: () => RunsConfig.make({}) }),
   log: Schema.optionalWith(LogConfig, { default: () => LogConfig.make({}) }),
   models: Schema.optionalWith(

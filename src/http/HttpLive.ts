@@ -5,29 +5,58 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
-import { createServer } from "node:http"
+import { createServer, type Server } from "node:http"
 import type { ChatCompletions } from "../dialects/chat-completions/ChatCompletions.js"
-import { EdgeConfig } from "../config/EdgeConfig.js"
+import { EdgeConfig, type ServerConfig } from "../config/EdgeConfig.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
 import { RunService } from "../run/RunService.js"
 import type { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
+import { HostNotAllowed, OriginNotAllowed } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
 import type { Limits } from "./Limits.js"
+import { fromNodeServer, Listener } from "./Listener.js"
+import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
 import { routeLabel } from "./routeLabel.js"
-import { makeRoutes } from "./routes.js"
+import { errorResponse, makeRoutes } from "./routes.js"
+import { applyPlan, planUnread } from "./unreadBody.js"
 import { annotateFiberLogs, onClose } from "../common/onClose.js"
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
-/** Request id, open-request tracking and one access-log line per request (written when its body ends). */
-const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) =>
-  HttpMiddleware.make((app) =>
+/** The edge's answer before (or instead of) the routes: a refused Host or Origin, a CORS preflight. */
+const browserGate = <E, R>(
+  decision: OriginDecision,
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
+  switch (decision._tag) {
+    case "HostRefused":
+      return Effect.succeed(errorResponse(new HostNotAllowed({ host: decision.host })))
+    case "OriginRefused":
+      return Effect.succeed(errorResponse(new OriginNotAllowed({ origin: decision.origin })))
+    case "Preflight":
+      return Effect.succeed(HttpServerResponse.empty({ status: 204, headers: decision.headers }))
+    case "Pass":
+      return Object.keys(decision.headers).length === 0
+        ? app
+        : Effect.map(app, HttpServerResponse.setHeaders(decision.headers))
+  }
+}
+
+/**
+ * Request id, open-request tracking, the Host/Origin checks, one access-log line per request (written when its
+ * body ends), and the close of a connection whose request body was not read or that is answered while draining.
+ */
+const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, server: ServerConfig) => {
+  const policy = makeOriginPolicy(server)
+  return HttpMiddleware.make((app) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const given = request.headers["x-request-id"]
@@ -35,7 +64,16 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) 
       const startedAt = yield* Clock.currentTimeMillis
       yield* annotateFiberLogs({ request_id: requestId })
       yield* lifecycle.track
-      const response = yield* app
+      const routed = yield* browserGate(decide(policy, request), app)
+      const source = NodeHttpServerRequest.toIncomingMessage(request)
+      const unread = planUnread({
+        headers: request.headers,
+        complete: source.complete,
+        maxBodyBytes: server.maxBodyBytes
+      })
+      // While draining every answer closes its connection, so that none is left idle for the listener's close to cut.
+      const plan = unread._tag === "Keep" && (yield* lifecycle.draining) ? ({ _tag: "Close" } as const) : unread
+      const response = applyPlan(routed, plan, source, server.requestTimeoutMs)
       const path = request.url.split("?")[0] ?? request.url
       const route = routeLabel(request.url)
       yield* onClose(
@@ -51,6 +89,7 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service) 
       return HttpServerResponse.setHeader(response, "x-request-id", requestId)
     })
   )
+}
 
 /** Serves the edge's routes on an HttpServer that the caller provides. */
 export const HttpAppLive: Layer.Layer<
@@ -62,18 +101,21 @@ export const HttpAppLive: Layer.Layer<
     const router = yield* makeRoutes
     const lifecycle = yield* Lifecycle
     const metrics = yield* Metrics
+    const config = yield* EdgeConfig
     // Built once: `toHttpApp` constructs the route tree, which must not happen per request.
     const app = yield* HttpRouter.toHttpApp(router)
     // Applied to the app itself (not as `serve`'s middleware, which runs after the response is written).
-    return HttpServer.serve(edgeMiddleware(lifecycle, metrics)(app))
+    return HttpServer.serve(edgeMiddleware(lifecycle, metrics, config.server)(app))
   })
 )
 
 /**
  * Marks the edge serving once it listens, and on shutdown (its finalizer runs
- * before the server closes): refuse new requests, let open ones finish within
- * `server.shutdownGraceMs`, then cancel what is left so every caller gets its
- * terminal event.
+ * before the server closes): refuse new requests (503, `Connection: close`),
+ * let open ones finish within `server.shutdownGraceMs`, then cancel what is
+ * left so every caller gets its terminal event. Last, the listener stops
+ * accepting while the routes are still installed, so a request already on a
+ * connection is answered 503 rather than reset.
  */
 export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServer | Lifecycle | RunService | EdgeConfig> =
   Layer.scopedDiscard(
@@ -101,6 +143,13 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
             yield* runs.cancelAll("edge shutting down", 1_000)
             yield* waitIdle(1_000)
           }
+          const listener = yield* Effect.serviceOption(Listener)
+          if (Option.isSome(listener)) {
+            const closed = yield* Effect.forkDaemon(Effect.interruptible(listener.value.close(1_000))).pipe(
+              Effect.flatMap(Fiber.join)
+            )
+            if (!closed) yield* Effect.logWarning("connections still open after the drain: closing them")
+          }
           yield* Effect.logInfo("stopped")
         })
       )
@@ -108,27 +157,39 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
   )
 
 /**
- * The Node HTTP server bound to the configured host and port. After the drain
- * (which runs first) every connection still open is an idle keep-alive one:
- * it is closed so that the server's close does not wait for clients.
+ * Node's options for the configured slow-client timeouts. Node enforces both
+ * only when it checks its connections, every `connectionsCheckingInterval`
+ * (default 30 s): checked at a quarter of the shorter timeout, at most every
+ * second, each holds to within a second.
  */
-export const NodeServerLive: Layer.Layer<HttpServer.HttpServer, HttpServerError.ServeError, EdgeConfig> =
-  Layer.unwrapEffect(
-    EdgeConfig.pipe(
-      Effect.map((config) => {
-        const server = createServer({
-          keepAliveTimeout: 5_000,
-          headersTimeout: config.server.headersTimeoutMs,
-          requestTimeout: config.server.requestTimeoutMs
-        })
-        const closeConnections = Layer.scopedDiscard(
-          Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
-        )
-        return closeConnections.pipe(
-          Layer.provideMerge(
-            NodeHttpServer.layerServer(() => server, { host: config.server.host, port: config.server.port })
-          )
-        )
-      })
-    )
+export const nodeServerOptions = (server: Pick<ServerConfig, "headersTimeoutMs" | "requestTimeoutMs">) => ({
+  keepAliveTimeout: 5_000,
+  headersTimeout: server.headersTimeoutMs,
+  requestTimeout: server.requestTimeoutMs,
+  connectionsCheckingInterval: Math.max(
+    1,
+    Math.min(1_000, Math.floor(Math.min(server.headersTimeoutMs, server.requestTimeoutMs) / 4))
   )
+})
+
+/**
+ * A Node HTTP server bound to the configured host and port, and its
+ * `Listener`. After the drain (which runs first, and closes the listener)
+ * every connection still open is one that did not finish in time: it is
+ * closed so that the server's close does not wait for clients. `server` is
+ * for tests that watch its connections.
+ */
+export const nodeServerLayer = (
+  config: ServerConfig,
+  server: Server = createServer(nodeServerOptions(config))
+): Layer.Layer<HttpServer.HttpServer | Listener, HttpServerError.ServeError> => {
+  server.maxConnections = config.maxConnections
+  const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections())))
+  return Layer.merge(closeConnections, Layer.succeed(Listener, fromNodeServer(server))).pipe(
+    Layer.provideMerge(NodeHttpServer.layerServer(() => server, { host: config.host, port: config.port }))
+  )
+}
+
+/** The edge's Node HTTP server, for the config's `server` section. */
+export const NodeServerLive: Layer.Layer<HttpServer.HttpServer | Listener, HttpServerError.ServeError, EdgeConfig> =
+  Layer.unwrapEffect(EdgeConfig.pipe(Effect.map((config) => nodeServerLayer(config.server))))

@@ -13,12 +13,17 @@ import { onClose } from "../common/onClose.js"
 export declare namespace Lifecycle {
   export interface Service {
     readonly serving: Effect.Effect<boolean>
+    readonly draining: Effect.Effect<boolean>
     readonly markServing: Effect.Effect<void>
     readonly startDraining: Effect.Effect<void>
-    /** Counts a request open until the scope (the request's) closes. */
+    /**
+     * Counts a request open until the scope (the request's) closes. Requests that arrive while
+     * draining are not counted: they are answered 503 at once, and a steady stream of them must
+     * not keep the drain from ending.
+     */
     readonly track: Effect.Effect<void, never, Scope.Scope>
     readonly open: Effect.Effect<number>
-    /** Waits until no request is open, at most `timeout`; true when they all finished. */
+    /** Waits until no counted request is open, at most `timeout`; true when they all finished. */
     readonly awaitIdle: (timeout: Duration.DurationInput) => Effect.Effect<boolean>
   }
 }
@@ -30,10 +35,19 @@ export const make = Effect.gen(function* () {
   const open = yield* SubscriptionRef.make(0)
   return {
     serving: Ref.get(state).pipe(Effect.map((s) => s === "serving")),
+    draining: Ref.get(state).pipe(Effect.map((s) => s === "draining")),
     markServing: Ref.update(state, (s) => (s === "starting" ? "serving" : s)),
     startDraining: Ref.set(state, "draining"),
-    track: SubscriptionRef.update(open, (n) => n + 1).pipe(
-      Effect.zipRight(onClose(SubscriptionRef.update(open, (n) => n - 1)))
+    // A request that arrives while draining is not counted: a stream of them must not hold the drain open.
+    track: Ref.get(state).pipe(
+      Effect.flatMap((s) =>
+        s === "draining"
+          ? Effect.succeed(false)
+          : SubscriptionRef.update(open, (n) => n + 1).pipe(
+            Effect.zipRight(onClose(SubscriptionRef.update(open, (n) => n - 1))),
+            Effect.as(true)
+          )
+      )
     ),
     open: SubscriptionRef.get(open),
     awaitIdle: (timeout) =>

@@ -44,7 +44,6 @@ export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()("RouteNot
   }
 }
 
-
 /** A concurrency limit is reached (the edge's, or the caller's key's). */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   scope: Schema.Literal("edge", "key"),
@@ -57,4 +56,31 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   }
 }
 
-export type HttpError = InvalidRequest | Unauthorized | BodyTooLarge | ShuttingDown | RouteNotFound | RateLimited
+/** A value the caller sent, quoted back in a message: never more than a short prefix of it. */
+const clip = (value: string): string => (value.length > 100 ? `${value.slice(0, 100)}...` : value)
+
+/** A `Host` outside the names a loopback-bound edge answers to (DNS rebinding). */
+export class HostNotAllowed extends Schema.TaggedError<HostNotAllowed>()("HostNotAllowed", { host: Schema.String }) {
+  override get message(): string {
+    return `host '${clip(this.host)}' is not allowed: add it to server.allowedHosts`
+  }
+}
+
+/** A cross-origin browser request from an origin not in `server.cors.allowedOrigins`. */
+export class OriginNotAllowed extends Schema.TaggedError<OriginNotAllowed>()("OriginNotAllowed", {
+  origin: Schema.String
+}) {
+  override get message(): string {
+    return `origin '${clip(this.origin)}' is not allowed: add it to server.cors.allowedOrigins`
+  }
+}
+
+export type HttpError =
+  | InvalidRequest
+  | Unauthorized
+  | BodyTooLarge
+  | ShuttingDown
+  | RouteNotFound
+  | RateLimited
+  | HostNotAllowed
+  | OriginNotAllowed

@@ -30,7 +30,10 @@ const body = (message: string, type: string, param: string | null = null, code: 
  */
 const FINAL = { "x-should-retry": "false" } as const
 
-/** The status and body of an error answered before any response was written. */
+/** Every 429 and 503: the OpenAI SDKs wait this long before their retry. */
+const RETRY_SOON: Readonly<Record<string, string>> = { "retry-after": "1" }
+
+/** The status, body and headers of an error answered before any response was written. */
 export const toHttpError = (e: EdgeError): HttpErrorResponse => {
   switch (e._tag) {
     case "InvalidRequest":
@@ -39,13 +42,17 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
       return { status: 413, body: body(e.message, "invalid_request_error", null, "request_too_large") }
     case "Unauthorized":
       return { status: 401, body: body(e.message, "authentication_error", null, "invalid_api_key") }
+    case "HostNotAllowed":
+      return { status: 403, body: body(e.message, "invalid_request_error", null, "host_not_allowed") }
+    case "OriginNotAllowed":
+      return { status: 403, body: body(e.message, "invalid_request_error", null, "origin_not_allowed") }
     case "RouteNotFound":
       return { status: 404, body: body(e.message, "invalid_request_error", null, "not_found") }
     case "RateLimited":
       return {
         status: 429,
         body: body(e.message, "rate_limit_error", null, "rate_limit_exceeded"),
-        headers: { "retry-after": "1" }
+        headers: RETRY_SOON
       }
     case "ModelNotFound":
       return { status: 404, body: body(e.message, "invalid_request_error", "model", "model_not_found") }
@@ -54,7 +61,11 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
     case "NoNodeAccepted":
     case "NodeUnavailable":
     case "ShuttingDown":
-      return { status: 503, body: body(e.message, "service_unavailable", null, "service_unavailable") }
+      return {
+        status: 503,
+        body: body(e.message, "service_unavailable", null, "service_unavailable"),
+        headers: RETRY_SOON
+      }
     case "RunFailed":
       return { status: 502, body: body(e.message, "run_error") }
     case "RunTimedOut":

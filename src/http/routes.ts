@@ -47,9 +47,10 @@ export const errorResponse = (e: EdgeError) => {
 const SSE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" }
 
 /**
- * The request body as text, at most `limit` bytes. Past the limit the rest is
- * drained and dropped (destroying the request would close the socket before
- * the 413 is written); `server.requestTimeoutMs` bounds how long that may take.
+ * The request body as text, at most `limit` bytes. A declared length over the
+ * limit fails before reading, a chunked body as soon as it passes the limit:
+ * the edge middleware (`unreadBody.ts`) then answers with `Connection: close`
+ * and reads and drops the rest, bounded, before the connection closes.
  */
 const readBody = (limit: number) =>
   Effect.gen(function* () {
@@ -62,15 +63,14 @@ const readBody = (limit: number) =>
       let size = 0
       const onData = (chunk: Buffer) => {
         size += chunk.length
-        if (size <= limit) chunks.push(chunk)
+        if (size > limit) {
+          cleanup()
+          resume(Effect.fail(new BodyTooLarge({ limit })))
+        } else chunks.push(chunk)
       }
       const onEnd = () => {
         cleanup()
-        resume(
-          size > limit
-            ? Effect.fail(new BodyTooLarge({ limit }))
-            : Effect.succeed(Buffer.concat(chunks).toString("utf8"))
-        )
+        resume(Effect.succeed(Buffer.concat(chunks).toString("utf8")))
       }
       const onError = (e: Error) => {
         cleanup()
