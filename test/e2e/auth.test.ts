@@ -3,12 +3,15 @@ import { fileURLToPath } from "node:url"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { postJson, jsonOf } from "../support/e2e.js"
-import { type EdgeProcess, runIop, startEdge, writeTempFile } from "../support/edgeProcess.js"
+import { type InProcessEdge, runIop, startInProcessEdge, writeTempFile } from "../support/edgeProcess.js"
 
-/** `server.apiKeys`: every /v1 request needs one of the keys; /healthz and /metrics need none. */
+/**
+ * `server.apiKeys`: every /v1 request needs one of the keys; /healthz and /metrics need none. A key source that
+ * yields no key stops the binary (exit 2); the HTTP behaviour runs on in-process edges (`Edge.serverLayer`).
+ */
 
 describe("API keys", () => {
-  let edge: EdgeProcess
+  let edge: InProcessEdge
   const request = { model: "echo", messages: [{ role: "user" as const, content: "secret handshake" }] }
 
   const expect401 = async (client: OpenAI) => {
@@ -26,7 +29,7 @@ describe("API keys", () => {
   }
 
   beforeAll(async () => {
-    edge = await startEdge({
+    edge = await startInProcessEdge({
       config: {
         server: { apiKeys: ["sk-local-1", "sk-local-2"] },
         models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 0 } }]
@@ -87,13 +90,13 @@ describe("API keys", () => {
   })
 })
 
-describe("API key sources that yield no key stop the edge (it never starts open)", () => {
+describe.concurrent("API key sources that yield no key stop the edge (it never starts open)", () => {
   const echo = [{ id: "echo", provider: { type: "echo", tokenDelayMs: 0 } }]
 
   /** `iop edge` on `server`: exit 2 before listening, one message; returns it. */
   const refused = async (server: object, env: Record<string, string> = {}): Promise<{ message: string; file: string }> => {
     const file = writeTempFile({ server, models: echo })
-    const result = await runIop(["edge", "--config", file, "--port", "0"], { env, timeoutMs: 15_000 })
+    const result = await runIop(["edge", "--config", file, "--port", "0"], { env })
     expect(result.listened, result.stdout).toBe(false)
     expect(result.code, result.stderr).toBe(2)
     const message = result.stderr.trim()
@@ -123,7 +126,7 @@ describe("API key sources that yield no key stop the edge (it never starts open)
 
   it("keys from server.apiKeysFile and server.apiKeysEnv are enforced", async () => {
     const keys = writeTempFile("# team\nsk-file\n", "keys.txt")
-    const edge = await startEdge({
+    const edge = await startInProcessEdge({
       config: { server: { apiKeysFile: keys, apiKeysEnv: "IOP_TEST_KEYS" }, models: echo },
       env: { IOP_TEST_KEYS: "sk-env-1, sk-env-2" }
     })
@@ -162,7 +165,7 @@ describe("README curl examples", () => {
         return { url, headers, body: /-d\s+'([^']*)'/.exec(line)?.[1] ?? "" }
       })
 
-  const run = async (edge: EdgeProcess, curl: ReturnType<typeof curls>[number]) => {
+  const run = async (edge: InProcessEdge, curl: ReturnType<typeof curls>[number]) => {
     const url = curl.url.replace(/^(http:\/\/)?localhost:8080/, edge.url)
     const response = await fetch(url, { method: "POST", headers: curl.headers, body: curl.body })
     expect(response.status, `${curl.url} ${JSON.stringify(curl.headers)}`).toBe(200)
@@ -172,7 +175,8 @@ describe("README curl examples", () => {
   it("the quick start's curl works against the default config (`npm start`, no API keys)", async () => {
     const quick = curls(readme.slice(0, ownModels))
     expect(quick.length).toBeGreaterThan(0)
-    const edge = await startEdge()
+    // The default config, as `npm start` serves it with no file (test/e2e/setup.test.ts runs that command).
+    const edge = await startInProcessEdge()
     try {
       for (const curl of quick) await run(edge, curl)
     } finally {
@@ -186,7 +190,7 @@ describe("README curl examples", () => {
     expect(config.server.apiKeys).toEqual(["sk-local-1"])
     const shown = curls(section)
     expect(shown.length, "a curl example in the README's config section").toBeGreaterThan(0)
-    const edge = await startEdge({ config })
+    const edge = await startInProcessEdge({ config })
     try {
       for (const curl of shown) {
         expect(curl.headers["authorization"]).toBe("Bearer sk-local-1")

@@ -2,12 +2,16 @@ import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, fetchMetrics, metricSum, postJson, sseReader, untilContent } from "../support/e2e.js"
 import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
-import { chunk, FAKE_MODEL, textStream } from "../support/fakeUpstream.js"
+import { chunk, FAKE_MODEL } from "../support/fakeUpstream.js"
 import { type ScenarioUpstream, startScenarioUpstream } from "../support/scenarios.js"
 
-/** A caller that goes away cancels its run: the upstream request is aborted within 1 s, /metrics says `cancelled`. */
+/**
+ * A caller that goes away cancels its run: its upstream request is aborted, /metrics says `cancelled`. Every
+ * upstream here stalls (or would outlast the test), so an aborted upstream request can only be the edge passing
+ * on the caller's leaving: no idle timeout (60 s by default) or end of stream comes first.
+ */
 
-const LONG_TEXT = Array.from({ length: 200 }, (_, i) => `word${i}`).join(" ")
+const LONG_TEXT = Array.from({ length: 2_000 }, (_, i) => `word${i}`).join(" ")
 
 describe("cancel on disconnect", () => {
   let upstream: ScenarioUpstream
@@ -17,12 +21,11 @@ describe("cancel on disconnect", () => {
   const cancelled = async (model: string) =>
     metricSum(await fetchMetrics(edge.url), "iop_chat_requests_total", { model, outcome: "cancelled" })
 
-  /** Waits for the upstream to see a new aborted connection; returns when. */
+  /** Waits for the upstream to see a new aborted connection. */
   const nextAbort = (before: number) =>
     eventually(() => {
       expect(upstream.aborted.length).toBeGreaterThan(before)
-      return upstream.aborted[before]!.at
-    }, 3_000)
+    })
 
   beforeAll(async () => {
     upstream = await startScenarioUpstream()
@@ -41,7 +44,7 @@ describe("cancel on disconnect", () => {
     await upstream?.close()
   })
 
-  it("a streaming client that aborts its fetch mid-stream gets its upstream request aborted within 1 s", async () => {
+  it("a streaming client that aborts its fetch mid-stream gets its upstream request aborted", async () => {
     const key = upstream.script("fetch abort", {
       kind: "stall",
       before: [chunk({ role: "assistant", content: "" }), chunk({ content: "Hel" })]
@@ -58,29 +61,27 @@ describe("cancel on disconnect", () => {
     expect(response.status).toBe(200)
     const reader = sseReader(response)
     await untilContent(reader)
-    const abortTime = Date.now()
     controller.abort()
 
-    const at = await nextAbort(abortedBefore)
-    expect(at - abortTime).toBeLessThan(1_000)
+    await nextAbort(abortedBefore)
     await eventually(async () => expect((await cancelled("up")) - cancelledBefore).toBe(1))
   })
 
-  it("an SDK stream aborted with controller.abort() gets its upstream request aborted within 1 s", async () => {
+  it("an SDK stream aborted with controller.abort() gets its upstream request aborted", async () => {
     const key = upstream.script("sdk abort", {
-      kind: "sse",
-      delayMs: 50,
-      events: textStream(Array.from({ length: 200 }, (_, i) => `t${i} `))
+      kind: "stall",
+      before: [chunk({ role: "assistant", content: "" }), chunk({ content: "t0 " }), chunk({ content: "t1 " })]
     })
     const abortedBefore = upstream.aborted.length
+    const finishedBefore = upstream.finished.length
     const stream = await client.chat.completions.create({ model: "up", stream: true, messages: [{ role: "user", content: key }] })
-    let abortTime = 0
+    let aborted = false
     let text = ""
     try {
       for await (const c of stream) {
         text += c.choices[0]?.delta.content ?? ""
-        if (text.length > 0 && abortTime === 0) {
-          abortTime = Date.now()
+        if (text.length > 0 && !aborted) {
+          aborted = true
           stream.controller.abort()
         }
       }
@@ -88,15 +89,14 @@ describe("cancel on disconnect", () => {
       // The SDK may end the iteration with an abort error.
       expect(String(e)).toMatch(/abort/i)
     }
-    expect(abortTime).toBeGreaterThan(0)
-    const at = await nextAbort(abortedBefore)
-    expect(at - abortTime).toBeLessThan(1_000)
-    // The upstream did not get to finish its 10 s stream.
-    expect(text.length).toBeLessThan(200 * 4)
+    expect(aborted).toBe(true)
+    await nextAbort(abortedBefore)
+    // The upstream did not get to finish its stream.
+    expect(upstream.finished.length).toBe(finishedBefore)
   })
 
-  /** Sends a non-stream request to a stalled upstream and disconnects once the upstream has it; returns when. */
-  const leaveNonStream = async (key: string): Promise<number> => {
+  /** Sends a non-stream request to a stalled upstream and disconnects once the upstream has it. */
+  const leaveNonStream = async (key: string): Promise<void> => {
     const controller = new AbortController()
     const pending = postJson(
       `${edge.baseURL}/chat/completions`,
@@ -105,18 +105,15 @@ describe("cancel on disconnect", () => {
       controller.signal
     ).catch((e: unknown) => e)
     await eventually(() => expect(upstream.requestsFor(key)).toHaveLength(1))
-    const abortTime = Date.now()
     controller.abort()
     expect(await pending).toBeInstanceOf(Error)
-    return abortTime
   }
 
-  it("a non-stream client that disconnects gets its upstream request aborted within 1 s", async () => {
+  it("a non-stream client that disconnects gets its upstream request aborted", async () => {
     const key = upstream.script("non-stream abort", { kind: "stall", before: [chunk({ role: "assistant", content: "" })] })
     const abortedBefore = upstream.aborted.length
-    const abortTime = await leaveNonStream(key)
-    const at = await nextAbort(abortedBefore)
-    expect(at - abortTime).toBeLessThan(1_000)
+    await leaveNonStream(key)
+    await nextAbort(abortedBefore)
   })
 
   it("a non-stream request whose client left is counted in /metrics with outcome cancelled", async () => {
@@ -125,7 +122,7 @@ describe("cancel on disconnect", () => {
     const cancelledBefore = await cancelled("up")
     await leaveNonStream(key)
     await nextAbort(abortedBefore)
-    await eventually(async () => expect((await cancelled("up")) - cancelledBefore).toBe(1), 1_500)
+    await eventually(async () => expect((await cancelled("up")) - cancelledBefore).toBe(1))
   })
 
   it("an echo stream whose client leaves is cancelled and counted with outcome cancelled", async () => {
@@ -140,8 +137,8 @@ describe("cancel on disconnect", () => {
     const reader = sseReader(response)
     await untilContent(reader)
     controller.abort()
-    // 200 words at 20 ms a token would take seconds: the count must come long before that.
-    await eventually(async () => expect((await cancelled("echo")) - before).toBe(1), 1_500)
+    // 2,000 words at 20 ms a token would outlast the test: a run that ended counted as cancelled was cancelled.
+    await eventually(async () => expect((await cancelled("echo")) - before).toBe(1))
     const text = await fetchMetrics(edge.url)
     expect(text).toMatch(/^iop_chat_requests_total\{[^}]*model="echo"[^}]*outcome="cancelled"[^}]*\} 1$/m)
   })

@@ -290,13 +290,10 @@ describe("errors", () => {
       const failedAt = Date.now()
       expect(e.status).toBe(504)
       expect(e.type).toBe("timeout")
+      // Not before the idle timeout (a slow machine only makes it later; the upper bound is a TestClock
+      // test: test/run/RunService.test.ts).
       expect(failedAt - started).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS - 20)
-      expect(failedAt - started).toBeLessThan(IDLE_TIMEOUT_MS + 2_000)
-      const aborted = await eventually(() => {
-        expect(upstream.aborted.length).toBeGreaterThan(abortedBefore)
-        return upstream.aborted[abortedBefore]!
-      }, 2_000)
-      expect(aborted.at - failedAt).toBeLessThan(1_000)
+      await eventually(() => expect(upstream.aborted.length).toBeGreaterThan(abortedBefore))
     })
 
     it("a stalled upstream fails a started stream with the SSE error `run timed out`, then [DONE]", async () => {
@@ -311,7 +308,7 @@ describe("errors", () => {
       const error = expectStreamError(sse, "run_error")
       expect(error.message).toBe("run timed out")
       expect(sse.events.map((e) => e.choices?.[0]?.delta.content ?? "").join("")).toBe("Hel")
-      await eventually(() => expect(upstream.aborted.length).toBeGreaterThan(abortedBefore), 2_000)
+      await eventually(() => expect(upstream.aborted.length).toBeGreaterThan(abortedBefore))
     })
 
     it("the SDK surfaces a mid-stream error event as an APIError", async () => {

@@ -1,23 +1,18 @@
 import { accessSync, constants, existsSync, readFileSync } from "node:fs"
-import { createConnection } from "node:net"
 import { fileURLToPath } from "node:url"
 import OpenAI from "openai"
 import { afterAll, describe, expect, it } from "vitest"
-import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
+import { defaultConfig } from "../../src/config/EdgeConfig.js"
+import { type EdgeProcess, spawnServing } from "../support/edgeProcess.js"
 
-/** Set-up: with no configuration at all the edge serves the echo model on 127.0.0.1:8080; README and .ci/run. */
+/**
+ * Set-up: with no configuration at all `npm start` serves the echo model on 127.0.0.1:8080; README and .ci/run.
+ * No test needs port 8080 free: `npm start` runs here as `npm start -- --port 0` would, after its build.
+ */
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url))
 
-const portInUse = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = createConnection({ host: "127.0.0.1", port })
-    socket.once("connect", () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once("error", () => resolve(false))
-  })
+const join = (relative: string): string => `${ROOT}${relative}`
 
 describe("set-up", () => {
   let edge: EdgeProcess | undefined
@@ -25,10 +20,22 @@ describe("set-up", () => {
     await edge?.stop()
   })
 
-  it("with no config file, flag or IOP_CONFIG the edge listens on http://127.0.0.1:8080 and streams the echo model", async () => {
-    expect(await portInUse(8080), "port 8080 must be free for this test").toBe(false)
-    edge = await startEdge({ ephemeralPort: false })
-    expect(edge.url).toBe("http://127.0.0.1:8080")
+  it("with no config file, flag or IOP_CONFIG the edge serves the echo model on 127.0.0.1, port 8080 by default", async () => {
+    // What the binary serves with no file: the embedded default (src/bin/main.ts).
+    expect(defaultConfig().server).toMatchObject({ host: "127.0.0.1", port: 8080 })
+    expect(defaultConfig().models.map((m) => m.id)).toEqual(["echo"])
+
+    // `npm start` is the build, then the command that serves; `npm start -- --port 0` appends the flag to it.
+    const start: string = JSON.parse(readFileSync(join("package.json"), "utf8")).scripts.start
+    const steps = start.split("&&").map((step) => step.trim())
+    expect(steps.slice(0, -1), start).toEqual(["npm run build --silent"])
+    const serve = steps[steps.length - 1]!
+    expect(serve).toMatch(/^node dist\/bin\/main\.js edge$/)
+    const env: NodeJS.ProcessEnv = { ...process.env }
+    delete env["IOP_CONFIG"]
+    edge = await spawnServing("sh", ["-c", `exec ${serve} --port 0`], env, `npm start -- --port 0 (${serve} --port 0)`, undefined, ROOT)
+    expect(edge.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+
     const client = new OpenAI({ baseURL: edge.baseURL, apiKey: "x", maxRetries: 0 })
     expect((await client.models.list()).data.map((m) => m.id)).toEqual(["echo"])
     const stream = await client.chat.completions.create({
@@ -56,5 +63,3 @@ describe("set-up", () => {
     expect(readFileSync(run, "utf8")).toMatch(/npm test/)
   })
 })
-
-const join = (relative: string): string => `${ROOT}${relative}`

@@ -9,19 +9,24 @@ import { fuzzEdgeConfig, GIANT_MAX_TEST, giantSchemaRequest, runFuzz } from "./h
  * models (one plain, two strict so that tool-call validation runs): the edge
  * answers each with a well-formed 200/400/404 (or the contract's 502
  * tool_validation_error), a 400 for a JSON object names the field, and the
- * process stays up and idle. `npm run soak` sends 10,000.
+ * process stays up and idle. `npm test` sends 300, this file's soak tier
+ * (IOP_SOAK=1, in `npm run soak`) 2,000, and bench/soak.ts 10,000.
  *
- * IOP_FUZZ_CASES (default 2000), IOP_FUZZ_SEED (default 424242): a failing
- * case is reported with its case number and seed; `generateCase(seed, n)` in
- * harness/fuzz.ts rebuilds it.
+ * IOP_FUZZ_CASES (default 300; soak tier 2000), IOP_FUZZ_SEED (default
+ * 424242): a failing case is reported with its case number and seed;
+ * `generateCase(seed, n)` in harness/fuzz.ts rebuilds it.
  */
+
+const SOAK = process.env["IOP_SOAK"] === "1"
 
 const envInt = (name: string, fallback: number): number => {
   const value = Number(process.env[name])
   return Number.isInteger(value) && value > 0 ? value : fallback
 }
 
-const CASES = envInt("IOP_FUZZ_CASES", 2_000)
+const CASES = envInt("IOP_FUZZ_CASES", SOAK ? 2_000 : 300)
+/** The soak tier's bound on how long a request waits while the edge compiles a giant schema (a budget: soak only). */
+const PING_BUDGET_MS = 2_000
 const SEED = envInt("IOP_FUZZ_SEED", 424_242)
 const GIANT_PROPERTIES = 3_000
 
@@ -45,7 +50,7 @@ describe("fuzz: hostile request bodies", () => {
     expect(edge.proc.exitCode).toBeNull()
   }, 240_000)
 
-  it(`a valid call against a ${GIANT_PROPERTIES}-property tool schema (strict) is accepted, and the edge answers others within 2 s meanwhile`, async () => {
+  it(`a valid call against a ${GIANT_PROPERTIES}-property tool schema (strict) is accepted, and the edge answers others meanwhile${SOAK ? ` within ${PING_BUDGET_MS} ms` : ""}`, async () => {
     let stop = false
     const latencies: Array<number> = []
     const failures: Array<string> = []
@@ -69,6 +74,7 @@ describe("fuzz: hostile request bodies", () => {
     const message = JSON.parse(ex.body).choices[0].message
     expect(message.tool_calls?.[0]?.function?.name).toBe("big")
     expect(failures).toEqual([])
-    expect(worst).toBeLessThan(2_000)
+    expect(latencies.length).toBeGreaterThan(0)
+    if (SOAK) expect(worst).toBeLessThan(PING_BUDGET_MS)
   }, 120_000)
 })

@@ -6,20 +6,23 @@ import { startTrackedUpstream, type TrackedUpstream } from "./harness/upstream.j
 
 /**
  * The bounded form of `npm run soak` (bench/soak.ts): IOP_SOAK_STREAMS
- * (default 100) concurrent streams of IOP_SOAK_WORDS tokens (default 10) for
- * IOP_SOAK_SECONDS (default 5) through
- * the echo provider, then as long through a fake upstream: every stream
- * well-formed with exactly its text, the edge back to 0 active runs and
- * streams after each phase, no upstream request left open, exit 0 on SIGTERM.
+ * concurrent streams of IOP_SOAK_WORDS tokens (default 10) for
+ * IOP_SOAK_SECONDS through the echo provider, then as long through a fake
+ * upstream: every stream well-formed with exactly its text, the edge back to
+ * 0 active runs and streams after each phase, no upstream request left open,
+ * exit 0 on SIGTERM. `npm test`: 30 streams × 1 s; the soak tier (IOP_SOAK=1,
+ * in `npm run soak`): 100 × 5 s.
  */
+
+const SOAK = process.env["IOP_SOAK"] === "1"
 
 const envInt = (name: string, fallback: number): number => {
   const value = Number(process.env[name])
   return Number.isInteger(value) && value > 0 ? value : fallback
 }
 
-const STREAMS = envInt("IOP_SOAK_STREAMS", 100)
-const SECONDS = envInt("IOP_SOAK_SECONDS", 5)
+const STREAMS = envInt("IOP_SOAK_STREAMS", SOAK ? 100 : 30)
+const SECONDS = envInt("IOP_SOAK_SECONDS", SOAK ? 5 : 1)
 /** Tokens per stream: shorter than the soak's 20, so that the bounded run's last wave ends soon after its 5 s. */
 const WORDS = envInt("IOP_SOAK_WORDS", 10)
 

@@ -1,11 +1,22 @@
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import { expect } from "vitest"
+import { chunk, frame } from "./fakeUpstream.js"
 
-/** Small helpers for black-box tests over HTTP: raw SSE reading, Prometheus text, polling. */
+/** Small helpers for black-box tests over HTTP: raw SSE reading, Prometheus text, polling, a gated upstream. */
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** Polls `probe` until it returns without throwing (returns its value), at most `timeoutMs`. */
-export const eventually = async <A>(probe: () => A | Promise<A>, timeoutMs = 3_000, everyMs = 25): Promise<A> => {
+/**
+ * How long `eventually` polls before it gives up with the probe's last failure. It is a hang guard, not a
+ * budget: what a test waits for happens in milliseconds, and the guard only has to stay under vitest's test and
+ * hook timeouts (30 s, vitest.config.ts) so that a failure shows the probe's error rather than a bare timeout.
+ */
+export const HANG_GUARD_MS = 20_000
+
+/** Polls `probe` until it returns without throwing (returns its value); gives up after `HANG_GUARD_MS`. */
+export const eventually = async <A>(probe: () => A | Promise<A>, everyMs = 25): Promise<A> => {
+  const timeoutMs = HANG_GUARD_MS
   const deadline = Date.now() + timeoutMs
   for (;;) {
     try {
@@ -147,3 +158,47 @@ export const fetchMetrics = async (url: string): Promise<string> => {
 
 /** The JSON body of a response, untyped (for assertions). */
 export const jsonOf = async (response: Response): Promise<any> => response.json()
+
+// ---------------------------------------------------------------------------
+// An upstream the test holds open
+
+export interface GatedUpstream {
+  /** Base URL ending in `/v1`. */
+  readonly url: string
+  /** Chat requests received so far. */
+  readonly requests: () => number
+  /** Lets every stream, open or to come, send the rest of its text and end. */
+  readonly release: () => void
+  readonly close: () => Promise<void>
+}
+
+/**
+ * An OpenAI-compatible upstream whose streams send `head`, then wait for `release()` before they send `tail`, a
+ * stop finish chunk and `[DONE]`: a stream stays open exactly as long as the test needs, however slow the machine.
+ */
+export const startGatedUpstream = async (head = "Hel", tail = "lo"): Promise<GatedUpstream> => {
+  let release: () => void = () => undefined
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  let requests = 0
+  const server = http.createServer((req, res) => {
+    req.resume()
+    req.on("end", () => {
+      requests++
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+      res.write(frame(chunk({ role: "assistant", content: "" })) + frame(chunk({ content: head })))
+      void gate.then(() => res.end(frame(chunk({ content: tail })) + frame(chunk({ finish_reason: "stop" })) + "data: [DONE]\n\n"))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    requests: () => requests,
+    release: () => release(),
+    close: () =>
+      new Promise<void>((resolve) => {
+        release()
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+  }
+}

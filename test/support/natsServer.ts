@@ -1,11 +1,16 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { connect as tcpConnect, createServer } from "node:net"
+import { createServer } from "node:net"
+import { track } from "./edgeProcess.js"
 
-/** A real `nats-server` on a free loopback port, for transport tests. */
+/** A real `nats-server` on a loopback port of its own choosing, for transport tests. */
 export interface NatsServer {
   readonly port: number
   readonly url: string
-  /** Kills the server (SIGKILL, like a crash), waits `downMs`, and starts it again on the same port. */
+  /** Kills the server (SIGKILL, like a crash) and waits until it is gone. */
+  readonly crash: () => Promise<void>
+  /** Starts it again on the same port; resolves once it is ready. */
+  readonly revive: () => Promise<void>
+  /** `crash`, `downMs` of downtime, `revive`. */
   readonly restart: (downMs?: number) => Promise<void>
   readonly stop: () => Promise<void>
 }
@@ -23,27 +28,28 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-const accepts = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = tcpConnect({ host: "127.0.0.1", port })
-    socket.once("connect", () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once("error", () => resolve(false))
+const LISTENING = /Listening for client connections on [^\s]*:(\d+)/
+const READY = /Server is ready/
+
+/** Spawns nats-server on `port` (-1: one it picks) and resolves with the port once it says it is ready. */
+const launch = (port: number): Promise<{ readonly proc: ChildProcess; readonly port: number }> =>
+  new Promise((resolve, reject) => {
+    let output = ""
+    const proc = spawn(BIN, ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] })
+    const tracked = track(proc, `nats-server -p ${port}`, () => output)
+    const onData = (d: Buffer) => {
+      output += d.toString()
+      const listening = LISTENING.exec(output)
+      if (READY.test(output) && listening?.[1] !== undefined) {
+        tracked.ready()
+        resolve({ proc, port: Number(listening[1]) })
+      }
+    }
+    proc.stdout?.on("data", onData)
+    proc.stderr?.on("data", onData)
+    proc.once("exit", (code, signal) => reject(new Error(`nats-server exited (code ${code}, signal ${signal}) before it was ready: ${output}`)))
+    proc.once("error", (e) => reject(new Error(`nats-server could not start (${BIN}): ${e.message}`)))
   })
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-const waitUntilAccepting = async (port: number, proc: ChildProcess, output: () => string): Promise<void> => {
-  const deadline = Date.now() + 10_000
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`nats-server exited (${proc.exitCode}): ${output()}`)
-    if (await accepts(port)) return
-    await sleep(25)
-  }
-  throw new Error(`nats-server did not accept connections on ${port}: ${output()}`)
-}
 
 const exited = (proc: ChildProcess): Promise<void> =>
   proc.exitCode !== null || proc.signalCode !== null
@@ -51,36 +57,31 @@ const exited = (proc: ChildProcess): Promise<void> =>
     : new Promise((resolve) => proc.once("exit", () => resolve()))
 
 export const startNatsServer = async (): Promise<NatsServer> => {
-  const port = await freePort()
-  let proc: ChildProcess | undefined
-  let output = ""
+  const first = await launch(-1)
+  let proc: ChildProcess | undefined = first.proc
+  const port = first.port
 
-  const launch = async () => {
-    output = ""
-    const p = spawn(BIN, ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] })
-    p.stdout?.on("data", (d: Buffer) => (output += d.toString()))
-    p.stderr?.on("data", (d: Buffer) => (output += d.toString()))
-    proc = p
-    await waitUntilAccepting(port, p, () => output)
-  }
-
-  const kill = async () => {
+  const crash = async () => {
     const p = proc
     proc = undefined
     if (p === undefined) return
     p.kill("SIGKILL")
     await exited(p)
   }
+  const revive = async () => {
+    if (proc === undefined) proc = (await launch(port)).proc
+  }
 
-  await launch()
   return {
     port,
     url: `nats://127.0.0.1:${port}`,
+    crash,
+    revive,
     restart: async (downMs = 0) => {
-      await kill()
-      if (downMs > 0) await sleep(downMs)
-      await launch()
+      await crash()
+      if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs))
+      await revive()
     },
-    stop: kill
+    stop: crash
   }
 }

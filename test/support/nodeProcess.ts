@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { afterAll } from "vitest"
-import { BIN, writeTempFile } from "./edgeProcess.js"
+import { BIN, track, writeTempFile } from "./edgeProcess.js"
 
 /**
  * Runs `iop node --config FILE` (the built binary) as a child process. Resolves
- * once the node logged "node serving over NATS". Every node still running is
- * SIGKILLed after the test file.
+ * once the node logged "node serving over NATS" (rejects when it exits
+ * first). Every node still running is SIGKILLed after the test file
+ * (edgeProcess.ts's cleanup).
  */
 
 export interface NodeProcess {
@@ -20,20 +20,11 @@ export interface NodeProcess {
   readonly proc: ChildProcess
 }
 
-const live = new Set<ChildProcess>()
-
-const killAll = () => {
-  for (const proc of live) if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL")
-  live.clear()
-}
-afterAll(() => killAll())
-process.once("exit", () => killAll())
-
 const READY = /"message":"node serving over NATS"/
 
 export const startNode = async (
   config: object,
-  options: { readonly startTimeoutMs?: number; readonly env?: Record<string, string> } = {}
+  options: { readonly env?: Record<string, string> } = {}
 ): Promise<NodeProcess> => {
   const configFile = writeTempFile(config, "node.json")
   const env: NodeJS.ProcessEnv = { ...process.env }
@@ -42,44 +33,27 @@ export const startNode = async (
     env: { ...env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"]
   })
-  live.add(proc)
   let out = ""
   let err = ""
+  const output = () => `--- stderr ---\n${err}\n--- stdout ---\n${out}`
+  const tracked = track(proc, `iop node --config ${configFile}`, output)
   proc.stdout?.setEncoding("utf8")
   proc.stderr?.setEncoding("utf8")
-  proc.stdout?.on("data", (t: string) => (out += t))
   proc.stderr?.on("data", (t: string) => (err += t))
   const exited = new Promise<number | null>((resolve) => {
     if (proc.exitCode !== null || proc.signalCode !== null) resolve(proc.exitCode)
     else proc.once("exit", (code) => resolve(code))
   })
-  exited.then(() => live.delete(proc), () => undefined)
 
-  const timeoutMs = options.startTimeoutMs ?? 15_000
   await new Promise<void>((resolve, reject) => {
-    const started = Date.now()
-    const timer = setInterval(() => {
-      if (READY.test(out)) {
-        clearInterval(timer)
-        resolve()
-      } else if (proc.exitCode !== null || proc.signalCode !== null || Date.now() - started > timeoutMs) {
-        clearInterval(timer)
-        proc.kill("SIGKILL")
-        reject(new Error(`iop node did not start (exit ${proc.exitCode}):\n--- stderr ---\n${err}\n--- stdout ---\n${out}`))
-      }
-    }, 20)
+    proc.stdout?.on("data", (t: string) => {
+      out += t
+      if (READY.test(out)) resolve()
+    })
+    proc.once("exit", (code, signal) => reject(new Error(`iop node exited (code ${code}, signal ${signal}) before serving:\n${output()}`)))
+    proc.once("error", (e) => reject(new Error(`iop node could not start: ${e.message}`)))
   })
-
-  const stop = async (signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill(signal)
-      const killer = setTimeout(() => proc.kill("SIGKILL"), 20_000)
-      const code = await exited
-      clearTimeout(killer)
-      return code
-    }
-    return exited
-  }
+  tracked.ready()
 
   return {
     configFile,
@@ -93,7 +67,10 @@ export const startNode = async (
           return []
         }
       }),
-    stop,
+    stop: (signal: NodeJS.Signals = "SIGTERM") => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
+      return exited
+    },
     exited,
     proc
   }

@@ -92,6 +92,8 @@ export const holdStreams = async (
   const held: Array<number> = []
   const edgeStreams: Array<number> = []
   let lagMax = 0
+  // The steady part: after the ramp-up (2 s, or the first half of a shorter phase), before the deadline.
+  const rampMs = Math.min(2_000, (options.seconds * 1_000) / 2)
   let sampling = true
   const sampler = (async () => {
     while (sampling) {
@@ -100,8 +102,7 @@ export const holdStreams = async (
       const g = await readGauges(edge.url).catch(() => ({ runs: Number.NaN, streams: Number.NaN, loopLagMaxSeconds: Number.NaN }))
       if (Number.isFinite(g.loopLagMaxSeconds)) lagMax = Math.max(lagMax, g.loopLagMaxSeconds)
       const t = Date.now() - started
-      // The steady part: after the first 2 s of ramp-up, before the deadline.
-      if (t > 2_000 && Date.now() < deadline && !Number.isNaN(g.streams)) edgeStreams.push(g.streams)
+      if (t > rampMs && Date.now() < deadline && !Number.isNaN(g.streams)) edgeStreams.push(g.streams)
       options.onTick?.({ t, open, done, edgeStreams: g.streams })
     }
   })()
@@ -109,7 +110,7 @@ export const holdStreams = async (
   // Streams held open, sampled locally: a scrape of a busy edge may take longer than a short phase's window.
   const holding = setInterval(() => {
     const t = Date.now() - started
-    if (t > 2_000 && Date.now() < deadline) held.push(open)
+    if (t > rampMs && Date.now() < deadline) held.push(open)
   }, 200)
 
   const worker = async () => {
