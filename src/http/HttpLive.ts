@@ -109,6 +109,9 @@ export const HttpAppLive: Layer.Layer<
   })
 )
 
+/** What shutdown may take after `server.shutdownGraceMs` when callers remain: the contract's bound is one second. */
+const AFTER_GRACE_MS = 800
+
 /**
  * Marks the edge serving once it listens, and on shutdown (its finalizer runs
  * before the server closes): refuse new requests (503, `Connection: close`),
@@ -136,16 +139,20 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
           const open = yield* lifecycle.open
           yield* Effect.logInfo("draining").pipe(Effect.annotateLogs({ open_requests: open }))
           const drained = yield* waitIdle(config.server.shutdownGraceMs)
+          // After the grace period, one second in all: cancel every run at once, give callers what is left of
+          // it to read their error, close the listener. Connections still open then (clients that stopped
+          // reading) are closed by the server's own finalizer: nothing waits on a client past the bound.
+          const deadline = (yield* Clock.currentTimeMillis) + (drained ? 1_000 : AFTER_GRACE_MS)
+          const left = Effect.map(Clock.currentTimeMillis, (now) => Math.max(0, deadline - now))
           if (!drained) {
             yield* Effect.logWarning("grace period over: cancelling open runs")
-            // Every run at once, bounded; then a second for callers to read their error. Connections still open
-            // after that (clients that stopped reading) are closed by the server's own finalizer.
-            yield* runs.cancelAll("edge shutting down", 1_000)
-            yield* waitIdle(1_000)
+            yield* runs.cancelAll("edge shutting down", AFTER_GRACE_MS / 2)
+            yield* waitIdle(Math.min(AFTER_GRACE_MS / 2, yield* left))
           }
           const listener = yield* Effect.serviceOption(Listener)
           if (Option.isSome(listener)) {
-            const closed = yield* Effect.forkDaemon(Effect.interruptible(listener.value.close(1_000))).pipe(
+            const budget = Math.max(50, yield* left)
+            const closed = yield* Effect.forkDaemon(Effect.interruptible(listener.value.close(budget))).pipe(
               Effect.flatMap(Fiber.join)
             )
             if (!closed) yield* Effect.logWarning("connections still open after the drain: closing them")

@@ -123,7 +123,13 @@ export const FAULTS: ReadonlyArray<FaultSpec> = [
     kind: "json",
     status: 429,
     body: errorEvent("upstream rate limited", "rate_limit_error")
-  }, { stream: RUN_ERROR, json: ["http:502:run_error"], message: /upstream rate limited|429/, upstreamEnds: ["completed"] }),
+  }, {
+    // An upstream 429 keeps its meaning (it is answered before anything was written, stream or not).
+    stream: ["http:429:rate_limit_error"],
+    json: ["http:429:rate_limit_error"],
+    message: /upstream rate limited/,
+    upstreamEnds: ["completed"]
+  }),
   ...both("stall", "upstream stall after a token (idle timeout)", { kind: "stall", before: HEAD }, {
     stream: ["sse:error:run_error", "http:504:timeout"],
     json: ["http:504:timeout"],
