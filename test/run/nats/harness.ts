@@ -199,7 +199,7 @@ export const makeNode = (
 export const spyEvents = (conn: NatsBus.NatsConnection.Service, edgeId: string) =>
   Effect.gen(function* () {
     const messages: Array<{ readonly bytes: number; readonly batch: ReadonlyArray<RunEvent.RunEvent> }> = []
-    const subject = P.subjects(conn.subjectPrefix).events(edgeId, "*")
+    const subject = P.subjects(conn.subjectPrefix).events(edgeId, "*", "*")
     yield* conn.subscribeCallback(subject, (msg: Msg) => {
       const decoded = P.decode.runEvents(msg.data)
       messages.push({ bytes: msg.data.length, batch: decoded._tag === "Ok" ? decoded.value.events : [] })

@@ -125,7 +125,7 @@ describe("protocol", () => {
     const s = P.subjects("iop")
     expect(s.run("gpu-1")).toBe("iop.node.gpu-1.run")
     expect(s.cancel("gpu-1")).toBe("iop.node.gpu-1.cancel")
-    expect(s.events("e1", "run_x")).toBe("iop.edge.e1.events.run_x")
+    expect(s.events("e1", "run_x", "gpu-1")).toBe("iop.edge.e1.events.run_x.gpu-1")
     expect([s.announce, s.leave, s.edgeHeartbeat]).toEqual(["iop.nodes.announce", "iop.nodes.leave", "iop.edges.heartbeat"])
     expect(P.isSubjectToken("gpu-1")).toBe(true)
     for (const bad of ["a.b", "a b", "*", ">", ""]) expect(P.isSubjectToken(bad)).toBe(false)

@@ -51,7 +51,7 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) =>
   Effect.gen(function* () {
     const S = P.subjects(bus.subjectPrefix)
     const unavailable = (reason: string) => new NodeUnavailable({ nodeId: remote.nodeId, reason })
-    const eventsSubject = S.events(remote.edgeId, runId)
+    const eventsSubject = S.events(remote.edgeId, runId, remote.nodeId)
     const start = P.encode.runStart({ v: P.PROTOCOL_VERSION, runId, edgeId: remote.edgeId, request, eventsSubject })
     if (Either.isLeft(start)) return yield* Effect.fail(unavailable(`cannot encode the run: ${start.left}`))
     const maxPayload = bus.maxPayload()

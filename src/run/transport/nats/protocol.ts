@@ -81,7 +81,11 @@ export interface Subjects {
   readonly cancel: (nodeId: string) => string
   /** Both of a node's inbound subjects, so that a RunCancel is never handled before its RunStart. */
   readonly nodeInbox: (nodeId: string) => string
-  readonly events: (edgeId: string, runId: string) => string
+  /**
+   * A run's events, per attempt: a node that accepts late (after the edge timed out and offered the run to
+   * another node) publishes where nobody listens, never into the next attempt's stream.
+   */
+  readonly events: (edgeId: string, runId: string, nodeId: string) => string
 }
 
 export const subjects = (prefix: string): Subjects => ({
@@ -91,7 +95,7 @@ export const subjects = (prefix: string): Subjects => ({
   run: (nodeId) => `${prefix}.node.${nodeId}.run`,
   cancel: (nodeId) => `${prefix}.node.${nodeId}.cancel`,
   nodeInbox: (nodeId) => `${prefix}.node.${nodeId}.*`,
-  events: (edgeId, runId) => `${prefix}.edge.${edgeId}.events.${runId}`
+  events: (edgeId, runId, nodeId) => `${prefix}.edge.${edgeId}.events.${runId}.${nodeId}`
 })
 
 // ---------------------------------------------------------------------------
