@@ -82,7 +82,20 @@ export const toChatRequest = (
   }
   const metadata = wire.metadata ?? {}
   const fieldOverride = metadata["iop_reasoning_field"]
+  if (wire.logprobs === true || (wire.top_logprobs ?? 0) > 0) {
+    return Effect.fail(
+      new InvalidRequest({
+        message: "logprobs are not relayed by this edge yet: leave logprobs unset or false",
+        param: wire.logprobs === true ? "logprobs" : "top_logprobs"
+      })
+    )
+  }
   const maxTokens = defined(wire.max_completion_tokens) ?? defined(wire.max_tokens)
+  const maxTokensField = defined(wire.max_completion_tokens) !== undefined
+    ? "max_completion_tokens"
+    : defined(wire.max_tokens) !== undefined
+    ? "max_tokens"
+    : undefined
   const submit: SubmitRunRequest = {
     model: model.id,
     messages: wire.messages,
@@ -97,7 +110,11 @@ export const toChatRequest = (
       seed: defined(wire.seed),
       presencePenalty: defined(wire.presence_penalty),
       frequencyPenalty: defined(wire.frequency_penalty),
-      responseFormat: defined(wire.response_format)
+      responseFormat: defined(wire.response_format),
+      maxTokensField,
+      reasoningEffort: defined(wire.reasoning_effort),
+      user: defined(wire.user),
+      logitBias: defined(wire.logit_bias)
     },
     metadata
   }

@@ -65,7 +65,12 @@ export const SamplingParams = Schema.Struct({
   seed: Schema.optional(Schema.Number),
   presencePenalty: Schema.optional(Schema.Number),
   frequencyPenalty: Schema.optional(Schema.Number),
-  responseFormat: Schema.optional(JsonObject)
+  responseFormat: Schema.optional(JsonObject),
+  /** The caller's name for the token limit, kept so the upstream gets the field the caller sent. */
+  maxTokensField: Schema.optional(Schema.Literal("max_tokens", "max_completion_tokens")),
+  reasoningEffort: Schema.optional(Schema.String),
+  user: Schema.optional(Schema.String),
+  logitBias: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Number }))
 })
 export type SamplingParams = typeof SamplingParams.Type
 

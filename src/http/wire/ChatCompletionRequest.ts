@@ -27,6 +27,13 @@ export const ChatCompletionRequest = Schema.Struct({
   presence_penalty: Nullable(Schema.Number.pipe(Schema.between(-2, 2))),
   frequency_penalty: Nullable(Schema.Number.pipe(Schema.between(-2, 2))),
   response_format: Nullable(JsonObject),
+  // Passed to the upstream as sent (OpenCode and pi send `reasoning_effort`; servers that do not know a field ignore it).
+  reasoning_effort: Nullable(Schema.String.pipe(Schema.maxLength(32))),
+  user: Nullable(Schema.String.pipe(Schema.maxLength(256))),
+  logit_bias: Nullable(Schema.Record({ key: Schema.String, value: Schema.Number.pipe(Schema.between(-100, 100)) })),
+  // Token log probabilities are not relayed yet: asking for them is refused rather than silently answered null.
+  logprobs: Nullable(Schema.Boolean),
+  top_logprobs: Nullable(Schema.Int.pipe(Schema.between(0, 20))),
   n: Nullable(Schema.Literal(1)),
   metadata: Nullable(Schema.Record({ key: Schema.String, value: Schema.String })),
   include_reasoning: Nullable(Schema.Boolean),

@@ -40,12 +40,17 @@ export const toUpstreamBody = (request: SubmitRunRequest, options: UpstreamReque
     stream_options: { include_usage: true },
     temperature: s.temperature,
     top_p: s.topP,
-    max_tokens: s.maxTokens,
+    // The caller's field name: OpenAI's reasoning models take only `max_completion_tokens`.
+    max_tokens: s.maxTokensField === "max_completion_tokens" ? undefined : s.maxTokens,
+    max_completion_tokens: s.maxTokensField === "max_completion_tokens" ? s.maxTokens : undefined,
     stop: s.stop,
     seed: s.seed,
     presence_penalty: s.presencePenalty,
     frequency_penalty: s.frequencyPenalty,
     response_format: s.responseFormat,
+    reasoning_effort: s.reasoningEffort,
+    user: s.user,
+    logit_bias: s.logitBias,
     tools,
     // Without tools, tool_choice / parallel_tool_calls make some servers (OpenAI, vLLM) reject the request.
     tool_choice: tools !== undefined ? request.toolChoice : undefined,
