@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import { allows, makeKeyCheck } from "./Auth.js"
 import { Limits } from "./Limits.js"
 import { ModelNotFound } from "../chat/errors.js"
+import { NoNodeForModel } from "../run/errors.js"
 import { BodyTooLarge, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { type EdgeError, toHttpError } from "./openaiError.js"
@@ -115,6 +116,10 @@ export const makeRoutes = Effect.gen(function* () {
     if (!allows(check, wire.model)) return yield* Effect.fail(new ModelNotFound({ model: wire.model }))
     const local = config.models.some((m) => m.id === wire.model)
     const announced = local ? Option.none() : yield* discovery.findModel(wire.model)
+    // A model some node served before, with no live node now (node gone, bus down): an outage, not a 404.
+    if (!local && Option.isNone(announced) && (yield* discovery.wasAnnounced(wire.model))) {
+      return yield* Effect.fail(new NoNodeForModel({ model: wire.model }))
+    }
     const request = yield* toChatRequest(config, wire, Option.getOrUndefined(announced))
     yield* annotateFiberLogs({ model: request.submit.model, stream: request.stream })
     yield* limits.acquire(check._tag === "Granted" ? check.key : undefined)

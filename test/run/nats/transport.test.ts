@@ -58,6 +58,20 @@ describe("NATS transport", () => {
       yield* waitFor(node.activeRuns, (n) => n === 0)
     }))
 
+  it.scopedLive("a model whose only node left is remembered as announced (an outage, not an unknown model)", () =>
+    Effect.gen(function* () {
+      const bus = busConfig(server.url)
+      const { scope } = yield* makeNode(bus, "n1")
+      const edge = yield* makeEdge(bus, "e1")
+      yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
+      expect(yield* edge.discovery.wasAnnounced("echo")).toBe(true)
+      expect(yield* edge.discovery.wasAnnounced("never-served")).toBe(false)
+      yield* Scope.close(scope, Exit.void)
+      yield* waitFor(nodesOf(edge), (ids) => ids.length === 0)
+      expect(Option.isNone(yield* edge.discovery.findModel("echo"))).toBe(true)
+      expect(yield* edge.discovery.wasAnnounced("echo")).toBe(true)
+    }))
+
   it.scopedLive("least busy: two runs go to two nodes", () =>
     Effect.gen(function* () {
       const bus = busConfig(server.url)

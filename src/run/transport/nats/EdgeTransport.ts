@@ -139,6 +139,11 @@ export interface Discovery {
   readonly announcedModels: Effect.Effect<ReadonlyMap<NodeId, ReadonlyArray<ModelConfig>>>
   /** The config of a model some live node announces, for the chat plane's output options. */
   readonly findModel: (modelId: string) => Effect.Effect<Option.Option<ModelConfig>>
+  /**
+   * Whether a node has announced `modelId` since this edge started (bounded memory): a known model with no
+   * live node is an outage (503), not an unknown model (404).
+   */
+  readonly wasAnnounced: (modelId: string) => Effect.Effect<boolean>
 }
 
 export class NatsDiscovery extends Context.Tag("@iop/edge/NatsDiscovery")<NatsDiscovery, Discovery>() {}
@@ -155,6 +160,8 @@ interface Known {
   readonly announce: P.NodeAnnounce
   readonly scope: Scope.CloseableScope
 }
+
+const MAX_REMEMBERED_MODELS = 4096
 
 export const newEdgeId = (): string => `edge_${randomBytes(8).toString("base64url")}`
 
@@ -179,6 +186,18 @@ export const discover = (
     const S = P.subjects(bus.subjectPrefix)
     const timeoutMs = options.bus.nodeTimeoutMs
     const known = yield* SynchronizedRef.make(new Map<NodeId, Known>())
+    // Model ids ever announced, oldest first; bounded so that a flood of announcements cannot grow it forever.
+    const everAnnounced = new Set<string>()
+    const remember = (a: P.NodeAnnounce) => {
+      for (const m of a.models) {
+        everAnnounced.delete(m.id)
+        everAnnounced.add(m.id)
+      }
+      for (const id of everAnnounced) {
+        if (everAnnounced.size <= MAX_REMEMBERED_MODELS) break
+        everAnnounced.delete(id)
+      }
+    }
 
     const connection = (a: P.NodeAnnounce): NodeConnection => {
       const start = remoteStart(bus, { edgeId, nodeId: a.nodeId, replyTimeoutMs: timeoutMs })
@@ -207,6 +226,7 @@ export const discover = (
       SynchronizedRef.updateEffect(known, (m) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
+          remember(a)
           const prev = m.get(a.nodeId)
           if (prev !== undefined && prev.instanceId === a.instanceId) {
             return new Map(m).set(a.nodeId, { ...prev, lastSeen: now, announce: a })
@@ -299,14 +319,17 @@ export const discover = (
         })
       )
 
-    return { edgeId, announcedModels, findModel } satisfies Discovery
+    const wasAnnounced = (modelId: string) => Effect.sync(() => everAnnounced.has(modelId))
+
+    return { edgeId, announcedModels, findModel, wasAnnounced } satisfies Discovery
   })
 
 /** The discovery of an edge without a bus: no remote nodes, no announced models. */
 export const noDiscovery: Discovery = {
   edgeId: "",
   announcedModels: Effect.succeed(new Map()),
-  findModel: () => Effect.succeedNone
+  findModel: () => Effect.succeedNone,
+  wasAnnounced: () => Effect.succeed(false)
 }
 
 /** The edge's side of the bus: connection, discovery and heartbeat, for as long as the layer lives. */
