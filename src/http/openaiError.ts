@@ -39,6 +39,7 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
     case "InvalidRequest":
       return { status: 400, body: body(e.message, "invalid_request_error", e.param) }
     case "BodyTooLarge":
+    case "RunRequestTooLarge":
       return { status: 413, body: body(e.message, "invalid_request_error", null, "request_too_large") }
     case "Unauthorized":
       return { status: 401, body: body(e.message, "authentication_error", null, "invalid_api_key") }

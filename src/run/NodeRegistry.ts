@@ -4,7 +4,7 @@ import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { NodesAtCapacity, NoNodeForModel, type NodeUnavailable, type SubmitError } from "./errors.js"
+import { NodesAtCapacity, NoNodeForModel, type NodeUnavailable, type RunRequestTooLarge, type SubmitError } from "./errors.js"
 import type { NodeId, RunId } from "./RunEvent.js"
 import type { RunSink } from "./RunSink.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
@@ -20,7 +20,11 @@ export interface NodeConnection {
    * it. Fails with NodeUnavailable when the node refused it or did not
    * answer (nothing ran). Closing the scope cancels the run on the node.
    */
-  readonly start: (runId: RunId, request: SubmitRunRequest, sink: RunSink) => Effect.Effect<void, NodeUnavailable, Scope.Scope>
+  readonly start: (
+    runId: RunId,
+    request: SubmitRunRequest,
+    sink: RunSink
+  ) => Effect.Effect<void, NodeUnavailable | RunRequestTooLarge, Scope.Scope>
 }
 
 export interface NodeStatus {

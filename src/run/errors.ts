@@ -65,5 +65,15 @@ export class RunCancelled extends Schema.TaggedError<RunCancelled>()("RunCancell
 /** How a run's events end other than by its own terminal event. */
 export type RunError = NodeDisconnected | StreamClosed | NodeUnavailable | RunIdle | RunCancelled
 
+/** The run's request is larger than the transport carries (the NATS server's `max_payload`): no node can take it. */
+export class RunRequestTooLarge extends Schema.TaggedError<RunRequestTooLarge>()("RunRequestTooLarge", {
+  bytes: Schema.Number,
+  limit: Schema.Number
+}) {
+  override get message(): string {
+    return `the request is ${this.bytes} bytes, more than the message bus to the model's nodes carries (${this.limit})`
+  }
+}
+
 /** Why a run could not be started; nothing ran, nothing was written. */
-export type SubmitError = NoNodeForModel | NodesAtCapacity | NodeUnavailable
+export type SubmitError = NoNodeForModel | NodesAtCapacity | NodeUnavailable | RunRequestTooLarge

@@ -1,3 +1,4 @@
+import { toHttpError } from "../../../src/http/openaiError.js"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
@@ -137,16 +138,17 @@ describe("NATS transport: batches and payload limits", () => {
       )
     }))
 
-  it.scopedLive("a RunStart over max_payload fails the start at once with NodeUnavailable saying so", () =>
+  it.scopedLive("a RunStart over max_payload fails the start at once with RunRequestTooLarge (a 413, not a retryable 503)", () =>
     Effect.gen(function* () {
       const { edge, node } = yield* setUp({ echo: scripted([[done()]]) })
       // A reply timeout far beyond the test's: only an immediate refusal lets this test finish.
       const start = EdgeTransport.remoteStart(edge.conn, { edgeId: "e1", nodeId: NodeId.make("n1"), replyTimeoutMs: 600_000 })
       const result = yield* Effect.either(Effect.scoped(start(RunId.make("run_huge"), request("x".repeat(2 * MiB), "echo"), new Recorder())))
-      expect(Either.isLeft(result) && result.left._tag).toBe("NodeUnavailable")
-      expect(Either.isLeft(result) && result.left.reason).toMatch(
-        /^the run's request is \d+ bytes, more than the message bus carries \(NATS max_payload \d+ bytes\)$/
+      expect(Either.isLeft(result) && result.left._tag).toBe("RunRequestTooLarge")
+      expect(Either.isLeft(result) && result.left.message).toMatch(
+        /^the request is \d+ bytes, more than the message bus to the model's nodes carries \(\d+\)$/
       )
+      expect(Either.isLeft(result) && toHttpError(result.left).status).toBe(413)
       expect(yield* node.activeRuns).toBe(0)
     }))
 

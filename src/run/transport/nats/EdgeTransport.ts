@@ -14,7 +14,7 @@ import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import { randomBytes } from "node:crypto"
 import type { ModelConfig } from "../../../config/EdgeConfig.js"
-import { NodeUnavailable } from "../../errors.js"
+import { NodeUnavailable, RunRequestTooLarge } from "../../errors.js"
 import { type NodeConnection, NodeRegistry } from "../../NodeRegistry.js"
 import * as RunEvent from "../../RunEvent.js"
 import type { NodeId, RunId } from "../../RunEvent.js"
@@ -47,7 +47,7 @@ export interface RemoteNode {
  * timeout) sends RunCancel, which aborts the node's upstream request.
  */
 export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) =>
-(runId: RunId, request: SubmitRunRequest, sink: RunSink): Effect.Effect<void, NodeUnavailable, Scope.Scope> =>
+(runId: RunId, request: SubmitRunRequest, sink: RunSink): Effect.Effect<void, NodeUnavailable | RunRequestTooLarge, Scope.Scope> =>
   Effect.gen(function* () {
     const S = P.subjects(bus.subjectPrefix)
     const unavailable = (reason: string) => new NodeUnavailable({ nodeId: remote.nodeId, reason })
@@ -56,12 +56,8 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) =>
     if (Either.isLeft(start)) return yield* Effect.fail(unavailable(`cannot encode the run: ${start.left}`))
     const maxPayload = bus.maxPayload()
     if (start.right.length > maxPayload) {
-      return yield* Effect.fail(
-        unavailable(
-          `the run's request is ${start.right.length} bytes, more than the message bus carries ` +
-            `(NATS max_payload ${maxPayload} bytes)`
-        )
-      )
+      // Too large for every node on this bus alike: a 413, not a refusal worth retrying elsewhere.
+      return yield* Effect.fail(new RunRequestTooLarge({ bytes: start.right.length, limit: maxPayload }))
     }
 
     // Plain state: every callback below runs synchronously on the client's callback.
