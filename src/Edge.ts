@@ -39,8 +39,8 @@ export const ChatLive: Layer.Layer<ChatRun.Chat, never, EdgeConfig.EdgeConfig | 
   )
 )
 
-/** The edge's services, reading the EdgeConfig they are given as it is. */
-const ServicesLive: Layer.Layer<
+/** What the edge's layers provide: its services, without a server. */
+export type EdgeServices =
   | ChatCompletions
   | ChatRun.Chat
   | RunService
@@ -49,7 +49,11 @@ const ServicesLive: Layer.Layer<
   | EdgeTransport.NatsDiscovery
   | Metrics
   | Lifecycle
-  | Limits,
+  | Limits
+
+/** The edge's services, reading the EdgeConfig they are given as it is. */
+const ServicesLive: Layer.Layer<
+  EdgeServices,
   BusConnectFailed,
   EdgeConfig.EdgeConfig | NodeHttpClient.Dispatcher
 > = ChatCompletionsLive.pipe(
@@ -75,15 +79,7 @@ const ResolvedConfigLive: Layer.Layer<EdgeConfig.EdgeConfig, ApiKeySourceError, 
  * HttpServer, or call `ChatCompletions` / `RunService` directly.
  */
 export const EdgeLive: Layer.Layer<
-  | ChatCompletions
-  | ChatRun.Chat
-  | RunService
-  | NodeRegistry
-  | EmbeddedNode
-  | EdgeTransport.NatsDiscovery
-  | Metrics
-  | Lifecycle
-  | Limits,
+  EdgeServices,
   BusConnectFailed | ApiKeySourceError,
   EdgeConfig.EdgeConfig | NodeHttpClient.Dispatcher
 > = ServicesLive.pipe(Layer.provide(ResolvedConfigLive))

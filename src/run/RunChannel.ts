@@ -50,10 +50,6 @@ export class RunChannel implements RunSink {
     this.resume = resume
   }
 
-  get isOpen(): boolean {
-    return this.open
-  }
-
   /** The reader took what was there: a paused producer may go on. */
   readonly pulled = (): void => {
     const resume = this.resume

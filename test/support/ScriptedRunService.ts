@@ -1,6 +1,5 @@
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
@@ -75,6 +74,3 @@ export const scriptedRuns = (scripts: ReadonlyArray<Script>): ScriptedRuns => {
     cancelled
   }
 }
-
-/** Exit of a script that completed: used to tell a finished script from a cancelled one. */
-export const isDone = (exit: Exit.Exit<unknown, unknown>): boolean => Exit.isSuccess(exit)
