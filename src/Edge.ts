@@ -9,6 +9,7 @@ import * as Layer from "effect/Layer"
 import * as ChatRun from "./chat/ChatRun.js"
 import { type ApiKeySourceError, ApiKeysLive } from "./config/apiKeys.js"
 import { ChatCompletions, ChatCompletionsLive } from "./dialects/chat-completions/ChatCompletions.js"
+import { Responder, ResponderLive } from "./dialects/Responder.js"
 import * as EdgeConfig from "./config/EdgeConfig.js"
 import { GracefulShutdownLive, HttpAppLive, NodeServerLive } from "./http/HttpLive.js"
 import { Lifecycle, LifecycleLive } from "./http/Lifecycle.js"
@@ -42,6 +43,7 @@ export const ChatLive: Layer.Layer<ChatRun.Chat, never, EdgeConfig.EdgeConfig | 
 /** What the edge's layers provide: its services, without a server. */
 export type EdgeServices =
   | ChatCompletions
+  | Responder
   | ChatRun.Chat
   | RunService
   | NodeRegistry
@@ -57,6 +59,7 @@ const ServicesLive: Layer.Layer<
   BusConnectFailed,
   EdgeConfig.EdgeConfig | NodeHttpClient.Dispatcher
 > = ChatCompletionsLive.pipe(
+  Layer.provideMerge(ResponderLive),
   Layer.provideMerge(ChatLive),
   Layer.provideMerge(RunServiceLive),
   Layer.provideMerge(Layer.merge(EmbeddedNodeLive, BusLive)),

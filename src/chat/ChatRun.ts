@@ -156,12 +156,13 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
             : (timing.lastTokenAt - timing.firstTokenAt) / (timing.tokenBatches - 1),
           overheadMs: timing.processingMs
         })
-        if (summary?.usage !== undefined) yield* metrics.usage({ model, outcome }, summary.usage)
+        if (summary?.usage !== undefined) yield* metrics.usage({ api: request.api, model, outcome }, summary.usage)
         if (summary !== undefined) yield* metrics.reasoningChars(model, summary.reasoningChars)
         yield* Effect.logInfo("run finished").pipe(
           Effect.annotateLogs({
             run_id: dispatch.runId,
             node_id: dispatch.nodeId,
+            api: request.api,
             model,
             attempt,
             outcome,

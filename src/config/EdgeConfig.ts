@@ -53,6 +53,8 @@ export type SentinelConfig = typeof SentinelConfig.Type
 
 export const ModelConfig = Schema.Struct({
   id: Schema.String.pipe(Schema.minLength(1)),
+  /** Other names callers may use for this model (an agent's default model names); answered as the model. */
+  aliases: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
   provider: ProviderConfig,
   tools: Schema.optionalWith(Schema.Literal("native", "text"), { default: () => "native" as const }),
   /** Text tool-call formats parsed out of this model's output (default: all). */
@@ -138,14 +140,25 @@ export const LogConfig = Schema.Struct({
 })
 export type LogConfig = typeof LogConfig.Type
 
+/** Ids and aliases name one model each. */
 const uniqueModelIds = (models: ReadonlyArray<ModelConfig>) => {
   const seen = new Set<string>()
   for (const [i, m] of models.entries()) {
     if (seen.has(m.id)) return { path: [i, "id"], message: `duplicate model id "${m.id}"` }
     seen.add(m.id)
   }
+  for (const [i, m] of models.entries()) {
+    for (const [j, alias] of m.aliases.entries()) {
+      if (seen.has(alias)) return { path: [i, "aliases", j], message: `duplicate model name "${alias}"` }
+      seen.add(alias)
+    }
+  }
   return true
 }
+
+/** The model a caller's name (an id or an alias) names. */
+export const findModel = (models: ReadonlyArray<ModelConfig>, name: string): ModelConfig | undefined =>
+  models.find((m) => m.id === name) ?? models.find((m) => m.aliases.includes(name))
 
 export const EdgeConfigSchema = Schema.Struct({
   /** Editors' pointer to `iop config schema` output; ignored by the edge. */

@@ -22,8 +22,16 @@ export const policyOf = (entry: ApiKeyEntry, index: number): KeyPolicy =>
     ? { id: `key-${index + 1}`, models: undefined, maxConcurrentRuns: undefined }
     : { id: entry.name ?? `key-${index + 1}`, models: entry.models, maxConcurrentRuns: entry.maxConcurrentRuns }
 
+/** The key a request presents: `Authorization: Bearer <key>`, or else Anthropic's `x-api-key: <key>`. */
+export const presentedKey = (headers: Readonly<Record<string, string | undefined>>): string | undefined => {
+  const authorization = headers["authorization"]
+  if (authorization !== undefined && authorization.trim() !== "") return authorization
+  const apiKey = headers["x-api-key"]?.trim()
+  return apiKey === undefined || apiKey === "" ? undefined : `Bearer ${apiKey}`
+}
+
 /**
- * Checks an `Authorization` header against the configured keys. Every key is
+ * Checks an `Authorization` header (see `presentedKey`) against the configured keys. Every key is
  * compared, as SHA-256 digests in constant time, so neither a key's content,
  * its length nor its position leaks through timing. No keys: everything passes.
  */
@@ -43,6 +51,7 @@ export const makeKeyCheck = (entries: ReadonlyArray<ApiKeyEntry>) => {
   }
 }
 
-/** Whether a key may use a model. */
-export const allows = (check: KeyCheck, model: string): boolean =>
-  check._tag !== "Granted" || check.key.models === undefined || check.key.models.includes(model)
+/** Whether a key may use a model, named by its id or by the alias the caller used. */
+export const allows = (check: KeyCheck, model: string, alias?: string): boolean =>
+  check._tag !== "Granted" || check.key.models === undefined || check.key.models.includes(model) ||
+  (alias !== undefined && check.key.models.includes(alias))

@@ -13,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server } from "node:http"
-import type { ChatCompletions } from "../dialects/chat-completions/ChatCompletions.js"
+import type { Responder } from "../dialects/Responder.js"
 import { EdgeConfig, type ServerConfig } from "../config/EdgeConfig.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
@@ -95,7 +95,7 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, 
 export const HttpAppLive: Layer.Layer<
   never,
   never,
-  HttpServer.HttpServer | EdgeConfig | ChatCompletions | Metrics | Lifecycle | NodeRegistry | Limits | NatsDiscovery
+  HttpServer.HttpServer | EdgeConfig | Responder | Metrics | Lifecycle | NodeRegistry | Limits | NatsDiscovery
 > = Layer.unwrapEffect(
   Effect.gen(function* () {
     const router = yield* makeRoutes

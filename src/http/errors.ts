@@ -75,7 +75,15 @@ export class OriginNotAllowed extends Schema.TaggedError<OriginNotAllowed>()("Or
   }
 }
 
+/** A defect (a bug) while handling a request: answered as a 500 that says nothing of it. */
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {}) {
+  override get message(): string {
+    return "internal error"
+  }
+}
+
 export type HttpError =
+  | InternalError
   | InvalidRequest
   | Unauthorized
   | BodyTooLarge

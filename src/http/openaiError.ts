@@ -1,9 +1,8 @@
-import { type ModelNotFound, type RunOutcomeError, upstreamRejectionAnswer } from "../chat/errors.js"
-import type { SubmitError } from "../run/errors.js"
-import type { HttpError } from "./errors.js"
+import { upstreamRejectionAnswer } from "../chat/errors.js"
+import type { EdgeError } from "../dialects/Dialect.js"
 
-/** Every error the API can answer with, mapped to OpenAI's shape here and nowhere else. */
-export type EdgeError = HttpError | ModelNotFound | SubmitError | RunOutcomeError
+/** Every error the OpenAI APIs (Chat Completions, Responses) answer with, mapped to OpenAI's shape here and nowhere else. */
+export type { EdgeError }
 
 export interface OpenAiErrorBody {
   readonly error: {
@@ -36,6 +35,8 @@ const RETRY_SOON: Readonly<Record<string, string>> = { "retry-after": "1" }
 /** The status, body and headers of an error answered before any response was written. */
 export const toHttpError = (e: EdgeError): HttpErrorResponse => {
   switch (e._tag) {
+    case "InternalError":
+      return { status: 500, body: body(e.message, "server_error") }
     case "InvalidRequest":
       return { status: 400, body: body(e.message, "invalid_request_error", e.param) }
     case "BodyTooLarge":

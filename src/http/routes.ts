@@ -3,47 +3,49 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Effect from "effect/Effect"
-import { ChatCompletions } from "../dialects/chat-completions/ChatCompletions.js"
-import { EdgeConfig } from "../config/EdgeConfig.js"
+import * as ChatCompletions from "../dialects/chat-completions/ChatCompletions.js"
+import { EdgeConfig, findModel } from "../config/EdgeConfig.js"
+import { DEFAULT_MAX_TOOL_SCHEMA_BYTES } from "../chat/buildChatRequest.js"
+import type { Dialect, EdgeError, ErrorAnswer } from "../dialects/Dialect.js"
+import { Responder } from "../dialects/Responder.js"
+import { clip } from "../common/clip.js"
 import { Metrics } from "../observability/Metrics.js"
 import { NodeRegistry } from "../run/NodeRegistry.js"
 import { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
 import * as Option from "effect/Option"
-import { allows, makeKeyCheck } from "./Auth.js"
+import { allows, makeKeyCheck, presentedKey } from "./Auth.js"
 import { Limits } from "./Limits.js"
 import { ModelNotFound } from "../chat/errors.js"
 import { NoNodeForModel } from "../run/errors.js"
-import { BodyTooLarge, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
+import { BodyTooLarge, InternalError, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
-import { type EdgeError, toHttpError } from "./openaiError.js"
-import { decodeBody, toChatRequest } from "./toChatRequest.js"
+import { toHttpError } from "./openaiError.js"
 import { annotateFiberLogs } from "../common/onClose.js"
 
+/** An error answer, as JSON with its status and headers. */
+const answer = (a: ErrorAnswer) =>
+  HttpServerResponse.unsafeJson(a.body, a.headers === undefined ? { status: a.status } : { status: a.status, headers: a.headers })
+
+/** An error in OpenAI's shape (routes that belong to no dialect, the browser gate). */
+export const errorResponse = (e: EdgeError) => answer(toHttpError(e))
+
 /**
- * A defect (a bug) while handling a request: logged and answered as a JSON
- * 500, never an empty one. The message says nothing of the defect itself.
+ * Typed errors → the API's answer; a defect (a bug) → logged, and answered as a JSON 500 in the API's shape that
+ * says nothing of the defect itself, never an empty one.
  */
-const defectResponse = (defect: unknown) =>
-  Effect.logError("request failed with a defect").pipe(
-    Effect.annotateLogs({ error: clipText(defect instanceof Error ? defect.message : String(defect), 500) }),
-    Effect.as(
-      HttpServerResponse.unsafeJson(
-        { error: { message: "internal error", type: "server_error", param: null, code: null } },
-        { status: 500 }
+const answerErrors = <R>(
+  render: (e: EdgeError) => ErrorAnswer,
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse, EdgeError, R>
+) =>
+  handler.pipe(
+    Effect.catchAll((e) => Effect.succeed(answer(render(e)))),
+    Effect.catchAllDefect((defect) =>
+      Effect.logError("request failed with a defect").pipe(
+        Effect.annotateLogs({ error: clip(defect instanceof Error ? defect.message : String(defect), 500) }),
+        Effect.as(answer(render(new InternalError())))
       )
     )
   )
-
-const clipText = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text)
-
-/** Typed errors → their OpenAI answer; defects → a logged JSON 500. */
-const answerErrors = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, EdgeError, R>) =>
-  handler.pipe(Effect.catchAll(errorResponse), Effect.catchAllDefect(defectResponse))
-
-export const errorResponse = (e: EdgeError) => {
-  const { status, body, headers } = toHttpError(e)
-  return HttpServerResponse.unsafeJson(body, headers === undefined ? { status } : { status, headers })
-}
 
 const SSE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" }
 
@@ -91,54 +93,78 @@ const readBody = (limit: number) =>
 
 export const makeRoutes = Effect.gen(function* () {
   const config = yield* EdgeConfig
-  const chat = yield* ChatCompletions
+  const responder = yield* Responder
   const metrics = yield* Metrics
   const lifecycle = yield* Lifecycle
   const registry = yield* NodeRegistry
   const discovery = yield* NatsDiscovery
   const checkKey = makeKeyCheck(config.server.apiKeys)
   const limits = yield* Limits
+  const requestLimits = { maxToolSchemaBytes: config.runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES }
 
   /** Drain and auth checks shared by every `/v1` route; the caller's key policy when keys are configured. */
   const guard = Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     if (!(yield* lifecycle.serving)) return yield* Effect.fail(new ShuttingDown())
-    const check = checkKey(request.headers["authorization"])
+    const check = checkKey(presentedKey(request.headers))
     if (check._tag === "Denied") return yield* Effect.fail(new Unauthorized({ reason: check.reason }))
     if (check._tag === "Granted") yield* annotateFiberLogs({ api_key: check.key.id })
     return check
   })
 
-  const chatCompletions = Effect.gen(function* () {
-    const check = yield* guard
-    const text = yield* readBody(config.server.maxBodyBytes)
-    const wire = yield* decodeBody(text)
-    if (!allows(check, wire.model)) return yield* Effect.fail(new ModelNotFound({ model: wire.model }))
-    const local = config.models.some((m) => m.id === wire.model)
-    const announced = local ? Option.none() : yield* discovery.findModel(wire.model)
-    // A model some node served before, with no live node now (node gone, bus down): an outage, not a 404.
-    if (!local && Option.isNone(announced) && (yield* discovery.wasAnnounced(wire.model))) {
-      return yield* Effect.fail(new NoNodeForModel({ model: wire.model }))
-    }
-    const request = yield* toChatRequest(config, wire, Option.getOrUndefined(announced))
-    yield* annotateFiberLogs({ model: request.submit.model, stream: request.stream })
-    yield* limits.acquire(check._tag === "Granted" ? check.key : undefined)
-    if (!request.stream) return HttpServerResponse.unsafeJson(yield* chat.complete(request))
-    const body = yield* chat.stream(request)
-    return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
-  }).pipe(answerErrors)
-
-  const models = Effect.gen(function* () {
-    const check = yield* guard
-    const remote = Array.from((yield* discovery.announcedModels).values()).flat().map((m) => m.id)
-    const ids = [...new Set([...config.models.map((m) => m.id), ...remote])]
-    return HttpServerResponse.unsafeJson({
-      object: "list",
-      data: ids
-        .filter((id) => allows(check, id))
-        .map((id) => ({ id, object: "model", created: 0, owned_by: "iop" }))
+  /** The model a caller's name (an id or an alias) names: configured here, or announced by a live remote node. */
+  const resolveModel = (name: string) =>
+    Effect.gen(function* () {
+      const local = findModel(config.models, name)
+      if (local !== undefined) return local
+      const announced = yield* discovery.findModel(name)
+      if (Option.isSome(announced)) return announced.value
+      // A model some node served before, with no live node now (node gone, bus down): an outage, not a 404.
+      if (yield* discovery.wasAnnounced(name)) return yield* Effect.fail(new NoNodeForModel({ model: name }))
+      return yield* Effect.fail(new ModelNotFound({ model: name }))
     })
-  }).pipe(answerErrors)
+
+  /** One dialect's route: the same guard, body limit, model resolution, limits and response path for every API. */
+  const serve = <W>(dialect: Dialect<W>) =>
+    answerErrors(
+      dialect.error,
+      Effect.gen(function* () {
+        const check = yield* guard
+        const text = yield* readBody(config.server.maxBodyBytes)
+        const wire = yield* dialect.decode(text)
+        const name = dialect.model(wire)
+        const model = yield* resolveModel(name)
+        // A model the key may not use does not exist for it.
+        if (!allows(check, model.id, name)) return yield* Effect.fail(new ModelNotFound({ model: name }))
+        const request = yield* dialect.toChatRequest(wire, model, requestLimits)
+        yield* annotateFiberLogs({ api: dialect.api, model: model.id, stream: request.stream })
+        yield* limits.acquire(check._tag === "Granted" ? check.key : undefined)
+        if (!request.stream) {
+          const body = yield* responder.complete(request, (run, emissions) => dialect.body(wire, request, run, emissions))
+          return HttpServerResponse.unsafeJson(body)
+        }
+        const body = yield* responder.stream(request, (run) => dialect.streamRenderer(wire, request, run))
+        return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
+      })
+    )
+
+  const models = answerErrors(
+    toHttpError,
+    Effect.gen(function* () {
+      const check = yield* guard
+      const remote = Array.from((yield* discovery.announcedModels).values()).flat()
+      const names = new Set<string>()
+      for (const m of [...config.models, ...remote]) {
+        if (!allows(check, m.id)) continue
+        names.add(m.id)
+        for (const alias of m.aliases) names.add(alias)
+      }
+      return HttpServerResponse.unsafeJson({
+        object: "list",
+        data: Array.from(names, (id) => ({ id, object: "model", created: 0, owned_by: "iop" }))
+      })
+    })
+  )
 
   const health = lifecycle.serving.pipe(
     Effect.map((ok) =>
@@ -158,7 +184,7 @@ export const makeRoutes = Effect.gen(function* () {
   })
 
   return HttpRouter.empty.pipe(
-    HttpRouter.post("/v1/chat/completions", chatCompletions),
+    HttpRouter.post("/v1/chat/completions", serve(ChatCompletions.dialect)),
     HttpRouter.get("/v1/models", models),
     HttpRouter.get("/healthz", health),
     HttpRouter.get("/metrics", metricsText),

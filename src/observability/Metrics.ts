@@ -2,6 +2,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client"
+import type { Api } from "../dialects/Dialect.js"
 import type { RouteLabel } from "../http/routeLabel.js"
 import type { Usage } from "../run/RunEvent.js"
 
@@ -10,7 +11,7 @@ export type Outcome = "success" | "error" | "cancelled" | "timeout" | "tool_vali
 
 export declare namespace Metrics {
   export interface Service {
-    readonly request: (labels: { model: string; stream: boolean; outcome: Outcome }) => Effect.Effect<void>
+    readonly request: (labels: { api: Api; model: string; stream: boolean; outcome: Outcome }) => Effect.Effect<void>
     readonly run: (run: {
       readonly model: string
       readonly outcome: Outcome
@@ -21,7 +22,7 @@ export declare namespace Metrics {
     }) => Effect.Effect<void>
     readonly runStarted: Effect.Effect<void>
     readonly nodes: (nodes: ReadonlyArray<{ readonly id: string; readonly inFlight: number; readonly maxConcurrentRuns: number }>) => Effect.Effect<void>
-    readonly usage: (labels: { model: string; outcome: Outcome }, usage: Usage) => Effect.Effect<void>
+    readonly usage: (labels: { api: Api; model: string; outcome: Outcome }, usage: Usage) => Effect.Effect<void>
     readonly reasoningChars: (model: string, chars: number) => Effect.Effect<void>
     readonly toolValidation: (model: string, result: "retry" | "failure") => Effect.Effect<void>
     readonly streamOpened: Effect.Effect<void>
@@ -40,8 +41,8 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: "iop_" })
   const requests = new Counter({
     name: "iop_chat_requests_total",
-    help: "Chat completion requests by model, stream mode and outcome.",
-    labelNames: ["model", "stream", "outcome"],
+    help: "Requests by API (chat_completions, responses, messages), model, stream mode and outcome.",
+    labelNames: ["api", "model", "stream", "outcome"],
     registers: [registry]
   })
   const runs = new Counter({
@@ -87,8 +88,8 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
   })
   const tokens = new Counter({
     name: "iop_tokens_total",
-    help: "Tokens reported by providers, by model, run outcome and kind (input, output, reasoning, cached).",
-    labelNames: ["model", "outcome", "kind"],
+    help: "Tokens reported by providers, by API, model, run outcome and kind (input, output, reasoning, cached).",
+    labelNames: ["api", "model", "outcome", "kind"],
     registers: [registry]
   })
   const reasoningChars = new Counter({
@@ -115,8 +116,8 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
     registers: [registry]
   })
   return {
-    request: ({ model, stream, outcome }) =>
-      Effect.sync(() => requests.inc({ model, stream: String(stream), outcome })),
+    request: ({ api, model, stream, outcome }) =>
+      Effect.sync(() => requests.inc({ api, model, stream: String(stream), outcome })),
     run: (r) =>
       Effect.sync(() => {
         activeRuns.dec()

@@ -8,10 +8,11 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as ChatRun from "../../src/chat/ChatRun.js"
+import { ResponderLive } from "../../src/dialects/Responder.js"
 import { ChatCompletions, ChatCompletionsLive } from "../../src/dialects/chat-completions/ChatCompletions.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { decodeBody, toChatRequest } from "../../src/http/toChatRequest.js"
+import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
 import { Metrics, MetricsTest } from "../../src/observability/Metrics.js"
 import { NodeDisconnected, NodeUnavailable, NoNodeForModel, StreamClosed } from "../../src/run/errors.js"
 import { NodeId } from "../../src/run/RunEvent.js"
@@ -43,7 +44,7 @@ const weather = {
 const request = (body: Record<string, unknown>) =>
   Effect.gen(function* () {
     const wire = yield* decodeBody(JSON.stringify({ messages: [{ role: "user", content: "hi" }], ...body }))
-    return yield* toChatRequest(config, wire)
+    return yield* resolveChatRequest(config, wire)
   }).pipe(Effect.orDie)
 
 const chatLayer = ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })
@@ -51,6 +52,7 @@ const chatLayer = ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false
 const setup = (scripts: ReadonlyArray<Script>) => {
   const runs = scriptedRuns(scripts)
   const layer = ChatCompletionsLive.pipe(
+    Layer.provideMerge(ResponderLive),
     Layer.provideMerge(chatLayer),
     Layer.provideMerge(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
   )
@@ -63,6 +65,7 @@ const overRunPlane = (script: Stream.Stream<RunEvent.RunEvent>) => {
   const plane = RunServiceM.layer({ idleTimeoutMs: 60_000 }).pipe(Layer.provideMerge(NodeRegistryLive))
   const register = Layer.scopedDiscard(Effect.flatMap(NodeRegistry, (r) => r.register(node.connection)))
   const layer = ChatCompletionsLive.pipe(
+    Layer.provideMerge(ResponderLive),
     Layer.provideMerge(chatLayer),
     Layer.provide(Layer.mergeAll(MetricsTest, register.pipe(Layer.provideMerge(plane))))
   )
@@ -248,9 +251,9 @@ describe("ChatCompletions", () => {
       const metrics = yield* Metrics
       yield* Effect.either(Effect.scoped(chat.complete(yield* request({ model: "strict", tools: [weather] }))))
       const { body } = yield* metrics.exposition
-      expect(body).toContain('iop_tokens_total{model="strict",outcome="tool_validation_error",kind="output"} 14')
+      expect(body).toContain('iop_tokens_total{api="chat_completions",model="strict",outcome="tool_validation_error",kind="output"} 14')
       expect(body).toContain('iop_runs_total{model="strict",outcome="tool_validation_error"} 2')
-      expect(body).toContain('iop_chat_requests_total{model="strict",stream="false",outcome="tool_validation_error"} 1')
+      expect(body).toContain('iop_chat_requests_total{api="chat_completions",model="strict",stream="false",outcome="tool_validation_error"} 1')
     }).pipe(Effect.provide(layer))
   })
 
@@ -273,8 +276,10 @@ describe("ChatCompletions", () => {
     return Effect.gen(function* () {
       const chat = yield* ChatCompletions
       const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "buffered", stream: true, tools: [weather] }))))
-      expect(out).toHaveLength(1)
-      expect(out[0]).toMatchObject({ _tag: "Error", error: { type: "tool_validation_retry_error" } })
+      // The role chunk, then the error alone: no output of a run that did not validate is written.
+      expect(out).toHaveLength(2)
+      expect(chunkDeltas(out.slice(0, 1))[0]).toMatchObject({ role: "assistant" })
+      expect(out[1]).toMatchObject({ _tag: "Error", error: { type: "tool_validation_retry_error" } })
     }).pipe(Effect.provide(layer))
   })
 
@@ -378,8 +383,8 @@ describe("ChatCompletions", () => {
         expect(yield* Effect.flip(Effect.scoped(chat.stream(yield* request({ model: "buffered", stream: true }))))).toMatchObject(expected)
         expect(yield* Effect.flip(Effect.scoped(chat.complete(yield* request({ model: "echo" }))))).toMatchObject(expected)
         const { body } = yield* (yield* Metrics).exposition
-        expect(body).toContain('iop_chat_requests_total{model="echo",stream="true",outcome="error"} 1')
-        expect(body).toContain('iop_chat_requests_total{model="echo",stream="false",outcome="error"} 1')
+        expect(body).toContain('iop_chat_requests_total{api="chat_completions",model="echo",stream="true",outcome="error"} 1')
+        expect(body).toContain('iop_chat_requests_total{api="chat_completions",model="echo",stream="false",outcome="error"} 1')
         expect(body).toContain('iop_runs_total{model="echo",outcome="error"} 2')
       }).pipe(Effect.provide(layer))
     })

@@ -6,10 +6,11 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
 import * as ChatRun from "../../src/chat/ChatRun.js"
+import { ResponderLive } from "../../src/dialects/Responder.js"
 import { ChatCompletions, ChatCompletionsLive } from "../../src/dialects/chat-completions/ChatCompletions.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { decodeBody, toChatRequest } from "../../src/http/toChatRequest.js"
+import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
 import { MetricsTest } from "../../src/observability/Metrics.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
 import { events, scriptedRuns } from "../support/ScriptedRunService.js"
@@ -28,13 +29,14 @@ const run = (traceStreams: boolean, metadata: Record<string, string>) =>
       logs.push({ message: text, seq: HashMap.get(annotations, "seq")._tag === "Some" ? HashMap.unsafeGet(annotations, "seq") : undefined, type: HashMap.get(annotations, "type")._tag === "Some" ? HashMap.unsafeGet(annotations, "type") : undefined })
     })
     const wire = yield* decodeBody(JSON.stringify({ model: "m", stream: true, metadata, messages: [{ role: "user", content: "x" }] }))
-    const request = yield* toChatRequest(config, wire)
+    const request = yield* resolveChatRequest(config, wire)
     yield* Effect.gen(function* () {
       const chat = yield* ChatCompletions
       yield* Stream.runDrain(yield* chat.stream(request))
     }).pipe(
       Effect.scoped,
       Effect.provide(ChatCompletionsLive.pipe(
+    Layer.provideMerge(ResponderLive),
         Layer.provide(ChatRun.layer({ toolValidationAttempts: 2, traceStreams })),
         Layer.provide(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
       )),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
-import { decodeBody } from "../../src/http/toChatRequest.js"
+import { decodeBody } from "../../src/dialects/chat-completions/request.js"
 
 /** A 400 for a bad body names the field in a few hundred characters: never a schema dump, never the offending value. */
 

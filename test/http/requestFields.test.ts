@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { decodeBody, toChatRequest } from "../../src/http/toChatRequest.js"
+import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
 import { toUpstreamBody } from "../../src/providers/openai/upstreamRequest.js"
 
 const config = Either.getOrThrow(decodeConfigJson("t", { models: [{ id: "m", provider: { type: "echo" } }] }))
@@ -10,7 +10,7 @@ const config = Either.getOrThrow(decodeConfigJson("t", { models: [{ id: "m", pro
 const upstreamBodyOf = (body: Record<string, unknown>) =>
   Effect.gen(function* () {
     const wire = yield* decodeBody(JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], ...body }))
-    const request = yield* toChatRequest(config, wire)
+    const request = yield* resolveChatRequest(config, wire)
     return toUpstreamBody(request.submit, { upstreamModel: "up", toolMode: "native" }) as Record<string, unknown>
   })
 

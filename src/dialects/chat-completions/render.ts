@@ -3,6 +3,7 @@ import type { ReasoningField } from "../../chat/policy.js"
 import type { Emission } from "../../chat/session.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
 import type { Usage } from "../../run/RunEvent.js"
+import type { Rendered, StreamRenderer } from "../Dialect.js"
 
 /**
  * Chat Completions, rendered (pure): session emissions → `chat.completion.chunk`
@@ -70,15 +71,11 @@ export const DONE = "data: [DONE]\n\n"
 
 const frame = (json: unknown): string => `data: ${JSON.stringify(json)}\n\n`
 
-/** Renders one response's chunks; built once per response. */
-export interface ChunkRenderer {
-  /** The first chunk (`delta: {role: "assistant"}`), written before any event arrives. */
-  readonly role: string
-  /** The SSE text of a batch of emissions; the terminal one is followed by `[DONE]`. */
-  readonly batch: (emissions: ReadonlyArray<Emission>) => string
-}
-
-export const chunkRenderer = (ctx: ResponseContext): ChunkRenderer => {
+/**
+ * Renders one response's chunks; built once per response. The head is the role chunk
+ * (`delta: {role: "assistant"}`); the terminal emission is followed by `[DONE]`.
+ */
+export const chunkRenderer = (ctx: ResponseContext): StreamRenderer => {
   const head = `data: {"id":${JSON.stringify(ctx.id)},"object":"chat.completion.chunk","created":${ctx.created},"model":${
     JSON.stringify(ctx.model)
   },"choices":[{"index":0,"delta":`
@@ -110,7 +107,7 @@ export const chunkRenderer = (ctx: ResponseContext): ChunkRenderer => {
   }
 
   return {
-    role: delta(`{"role":"assistant","content":""}`),
+    head: delta(`{"role":"assistant","content":""}`),
     batch: (emissions) => {
       let text = ""
       for (const e of emissions) text += one(e)
@@ -120,10 +117,7 @@ export const chunkRenderer = (ctx: ResponseContext): ChunkRenderer => {
 }
 
 /** The non-stream `chat.completion` of a finished session, or its terminal error. */
-export const completion = (
-  ctx: ResponseContext,
-  emissions: ReadonlyArray<Emission>
-): { readonly _tag: "Body"; readonly body: unknown } | { readonly _tag: "Error"; readonly error: RunOutcomeError } => {
+export const completion = (ctx: ResponseContext, emissions: ReadonlyArray<Emission>): Rendered => {
   let content = ""
   let reasoning = ""
   let calls: ReadonlyArray<ToolCall> = []

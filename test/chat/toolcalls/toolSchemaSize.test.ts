@@ -4,7 +4,7 @@ import * as Either from "effect/Either"
 import { defaultConfig, type EdgeConfigShape } from "../../../src/config/EdgeConfig.js"
 import { parseConfigText } from "../../../src/config/loadConfig.js"
 import { toHttpError } from "../../../src/http/openaiError.js"
-import { decodeBody, toChatRequest } from "../../../src/http/toChatRequest.js"
+import { decodeBody, resolveChatRequest } from "../../../src/dialects/chat-completions/request.js"
 
 const tool = (name: string, parameters: object) => ({ type: "function", function: { name, parameters } })
 /** A schema whose JSON is exactly `bytes` bytes (an ASCII description pads it). */
@@ -16,7 +16,7 @@ const schemaOf = (bytes: number) => {
 const submit = (config: EdgeConfigShape, tools: ReadonlyArray<object>) =>
   Effect.gen(function* () {
     const wire = yield* decodeBody(JSON.stringify({ model: "echo", messages: [{ role: "user", content: "x" }], tools }))
-    return yield* toChatRequest(config, wire)
+    return yield* resolveChatRequest(config, wire)
   }).pipe(Effect.either)
 
 describe("tool schema size cap (runs.maxToolSchemaBytes)", () => {

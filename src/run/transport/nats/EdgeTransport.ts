@@ -13,7 +13,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import { randomBytes } from "node:crypto"
-import type { ModelConfig } from "../../../config/EdgeConfig.js"
+import { findModel as findModelByName, type ModelConfig } from "../../../config/EdgeConfig.js"
 import { NodeUnavailable, RunRequestTooLarge } from "../../errors.js"
 import { type NodeConnection, NodeRegistry } from "../../NodeRegistry.js"
 import * as RunEvent from "../../RunEvent.js"
@@ -134,7 +134,8 @@ export interface Discovery {
   /** The models each live node announced (upstream secrets removed), by node. */
   readonly announcedModels: Effect.Effect<ReadonlyMap<NodeId, ReadonlyArray<ModelConfig>>>
   /** The config of a model some live node announces, for the chat plane's output options. */
-  readonly findModel: (modelId: string) => Effect.Effect<Option.Option<ModelConfig>>
+  /** The model a name (an id or an alias) names, as some live node announced it. */
+  readonly findModel: (name: string) => Effect.Effect<Option.Option<ModelConfig>>
   /**
    * Whether a node has announced `modelId` since this edge started (bounded memory): a known model with no
    * live node is an outage (503), not an unknown model (404).
@@ -308,7 +309,7 @@ export const discover = (
       SynchronizedRef.get(known).pipe(
         Effect.map((m) => {
           for (const k of m.values()) {
-            const model = k.announce.models.find((x) => x.id === modelId)
+            const model = findModelByName(k.announce.models, modelId)
             if (model !== undefined) return Option.some(model)
           }
           return Option.none()

@@ -1,0 +1,63 @@
+import type * as Either from "effect/Either"
+import type { ChatRequestLimits, DialectRequest } from "../chat/buildChatRequest.js"
+import type { ModelNotFound, RunOutcomeError } from "../chat/errors.js"
+import type { Emission } from "../chat/session.js"
+import type { ModelConfig } from "../config/EdgeConfig.js"
+import type { HttpError, InvalidRequest } from "../http/errors.js"
+import type { SubmitError } from "../run/errors.js"
+
+/**
+ * An API the edge speaks. A dialect is pure: a request translator (its wire request → the chat plane's
+ * request) and renderers (the session's emissions → its stream events and final body; every error → its error
+ * shape). Everything else — tool-call parsing, validation and retries, reasoning, sentinels, timeouts,
+ * cancellation, usage, keys, limits, metrics — lives below the dialects (`Responder`, the chat and run planes).
+ */
+
+/** The `api` label of metrics and logs. */
+export type Api = "chat_completions" | "responses" | "messages"
+
+/** Every error an API answers with, before or instead of a response. */
+export type EdgeError = HttpError | ModelNotFound | SubmitError | RunOutcomeError
+
+/** An error answered before any response was written: status, body (the API's shape) and headers. */
+export interface ErrorAnswer {
+  readonly status: number
+  readonly body: unknown
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** What a renderer knows of the run it renders. */
+export interface RunInfo {
+  readonly runId: string
+  /** Unix seconds when the response started. */
+  readonly created: number
+}
+
+/** One streamed response's renderer, built once per response (it may keep state: indices, sequence numbers). */
+export interface StreamRenderer {
+  /** The stream's opening events, written together with the run's first batch. */
+  readonly head: string
+  /** The text of one batch of emissions; a batch with the terminal emission ends the stream. */
+  readonly batch: (emissions: ReadonlyArray<Emission>) => string
+}
+
+/** A finished run's non-stream body, or the error it is answered with. */
+export type Rendered =
+  | { readonly _tag: "Body"; readonly body: unknown }
+  | { readonly _tag: "Error"; readonly error: RunOutcomeError }
+
+export interface Dialect<W> {
+  readonly api: Api
+  /** Parses and decodes the body; an error names the offending field in a few hundred characters. */
+  readonly decode: (body: string) => Either.Either<W, InvalidRequest>
+  /** The model name the caller asked for (maybe an alias). */
+  readonly model: (wire: W) => string
+  readonly toChatRequest: (
+    wire: W,
+    model: ModelConfig,
+    limits: ChatRequestLimits
+  ) => Either.Either<DialectRequest, InvalidRequest>
+  readonly streamRenderer: (wire: W, request: DialectRequest, run: RunInfo) => StreamRenderer
+  readonly body: (wire: W, request: DialectRequest, run: RunInfo, emissions: ReadonlyArray<Emission>) => Rendered
+  readonly error: (e: EdgeError) => ErrorAnswer
+}

@@ -1,0 +1,105 @@
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import {
+  buildChatRequest,
+  type ChatRequestLimits,
+  DEFAULT_MAX_TOOL_SCHEMA_BYTES,
+  type DialectRequest
+} from "../../chat/buildChatRequest.js"
+import { ModelNotFound } from "../../chat/errors.js"
+import type { ReasoningField } from "../../chat/policy.js"
+import { type EdgeConfigShape, findModel, type ModelConfig } from "../../config/EdgeConfig.js"
+import { clip, primaryIssue } from "../../config/parseIssues.js"
+import { InvalidRequest } from "../../http/errors.js"
+import { ChatCompletionRequest } from "./wire.js"
+
+const decodeWire = Schema.decodeUnknownEither(ChatCompletionRequest, { errors: "all" })
+
+/** Parses and decodes the body; an error names the offending field in a few hundred characters, never quoting its value. */
+export const decodeBody = (text: string): Either.Either<ChatCompletionRequest, InvalidRequest> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (e) {
+    const detail = clip(e instanceof Error ? e.message : String(e), 200)
+    return Either.left(new InvalidRequest({ message: `request body is not valid JSON: ${detail}`, param: null }))
+  }
+  return Either.mapLeft(decodeWire(json), (error) => {
+    const first = primaryIssue(error)
+    const param = first === undefined || first.path === "" ? null : first.path
+    const message = first === undefined ? "invalid request" : param === null ? first.message : `${param}: ${first.message}`
+    return new InvalidRequest({ message, param })
+  })
+}
+
+const REASONING_FIELDS: ReadonlyArray<ReasoningField> = ["reasoning_content", "reasoning", "both"]
+const isReasoningField = (s: string | undefined): s is ReasoningField => REASONING_FIELDS.some((f) => f === s)
+
+const defined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value)
+
+/** A Chat Completions request, its model resolved, as the chat plane's request. */
+export const toChatRequest = (
+  wire: ChatCompletionRequest,
+  model: ModelConfig,
+  limits: ChatRequestLimits
+): Either.Either<DialectRequest, InvalidRequest> => {
+  const metadata = wire.metadata ?? {}
+  const fieldOverride = metadata["iop_reasoning_field"]
+  if (wire.logprobs === true || (wire.top_logprobs ?? 0) > 0) {
+    return Either.left(
+      new InvalidRequest({
+        message: "logprobs are not relayed by this edge yet: leave logprobs unset or false",
+        param: wire.logprobs === true ? "logprobs" : "top_logprobs"
+      })
+    )
+  }
+  const maxTokens = defined(wire.max_completion_tokens) ?? defined(wire.max_tokens)
+  const maxTokensField = defined(wire.max_completion_tokens) !== undefined
+    ? "max_completion_tokens"
+    : defined(wire.max_tokens) !== undefined
+    ? "max_tokens"
+    : undefined
+  return buildChatRequest({
+    api: "chat_completions",
+    model,
+    messages: wire.messages,
+    tools: wire.tools ?? [],
+    toolChoice: defined(wire.tool_choice),
+    parallelToolCalls: defined(wire.parallel_tool_calls),
+    sampling: {
+      temperature: defined(wire.temperature),
+      topP: defined(wire.top_p),
+      maxTokens,
+      stop: defined(wire.stop),
+      seed: defined(wire.seed),
+      presencePenalty: defined(wire.presence_penalty),
+      frequencyPenalty: defined(wire.frequency_penalty),
+      responseFormat: defined(wire.response_format),
+      maxTokensField,
+      reasoningEffort: defined(wire.reasoning_effort),
+      user: defined(wire.user),
+      logitBias: defined(wire.logit_bias)
+    },
+    metadata,
+    stream: wire.stream === true,
+    includeUsage: wire.stream_options?.include_usage === true,
+    reasoning: {
+      includeReasoning: defined(wire.include_reasoning),
+      reasoningExclude: defined(wire.reasoning?.exclude),
+      fieldOverride: isReasoningField(fieldOverride) ? fieldOverride : undefined
+    },
+    params: { toolSchema: (i) => `tools[${i}].function.parameters`, toolChoice: "tool_choice" }
+  }, limits)
+}
+
+/** For callers that hold the edge's config: the model (an id or an alias) resolved, then the request built. */
+export const resolveChatRequest = (
+  config: EdgeConfigShape,
+  wire: ChatCompletionRequest
+): Either.Either<DialectRequest, ModelNotFound | InvalidRequest> => {
+  const model = findModel(config.models, wire.model)
+  if (model === undefined) return Either.left(new ModelNotFound({ model: wire.model }))
+  return toChatRequest(wire, model, {
+    maxToolSchemaBytes: config.runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES
+  })
+}
