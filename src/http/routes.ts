@@ -144,7 +144,7 @@ export const makeRoutes = Effect.gen(function* () {
           return HttpServerResponse.unsafeJson(body)
         }
         const body = yield* responder.stream(request, (run) => dialect.streamRenderer(wire, request, run))
-        return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
+        return HttpServerResponse.raw(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
       })
     )
 
