@@ -67,10 +67,19 @@ export const make = Effect.gen(function* () {
   const chat = yield* Chat
   const metrics = yield* Metrics
 
-  /** Counts the response (stream or not) by its outcome once it is over, whatever ended it. */
+  /**
+   * Counts the response (stream or not) by its outcome once it is over, whatever ended it; logs, once, what the
+   * request carried that its dialect did not forward.
+   */
   const track = (request: ChatRequest, stream: boolean) =>
     Effect.gen(function* () {
       let terminal: Terminal | undefined
+      const notForwarded = request.notForwarded
+      if (notForwarded !== undefined) {
+        const annotations: Record<string, string> = {}
+        for (const [field, types] of Object.entries(notForwarded)) annotations[`not_forwarded_${field}`] = types
+        yield* Effect.logDebug("request parts not forwarded").pipe(Effect.annotateLogs(annotations))
+      }
       if (stream) {
         yield* metrics.streamOpened
         yield* onClose(metrics.streamClosed)

@@ -4,6 +4,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as ChatCompletions from "../dialects/chat-completions/ChatCompletions.js"
+import * as Responses from "../dialects/responses/Responses.js"
 import { EdgeConfig, findModel } from "../config/EdgeConfig.js"
 import { DEFAULT_MAX_TOOL_SCHEMA_BYTES } from "../chat/buildChatRequest.js"
 import type { Dialect, EdgeError, ErrorAnswer } from "../dialects/Dialect.js"
@@ -185,6 +186,7 @@ export const makeRoutes = Effect.gen(function* () {
 
   return HttpRouter.empty.pipe(
     HttpRouter.post("/v1/chat/completions", serve(ChatCompletions.dialect)),
+    HttpRouter.post("/v1/responses", serve(Responses.dialect)),
     HttpRouter.get("/v1/models", models),
     HttpRouter.get("/healthz", health),
     HttpRouter.get("/metrics", metricsText),
