@@ -38,7 +38,11 @@ export interface ChatRequestLimits {
   readonly maxToolSchemaBytes: number
 }
 
-export type DialectRequest = ChatRequest & { readonly stream: boolean }
+/**
+ * `notes`: what the dialect's translator accepted but left out of the run (a server tool, a block type it does not
+ * know), logged at debug by the route; never sent anywhere.
+ */
+export type DialectRequest = ChatRequest & { readonly stream: boolean; readonly notes?: ReadonlyArray<string> }
 
 // Strict validation compiles each called tool's schema, at a cost in memory and time that grows with its size.
 const oversizeToolSchema = (parts: ChatRequestParts, limit: number): InvalidRequest | undefined => {
