@@ -71,7 +71,8 @@ export const make = Effect.gen(function* () {
     created,
     model: request.submit.model,
     reasoningField: request.policy.reasoningField,
-    includeUsage: request.includeUsage
+    includeUsage: request.includeUsage,
+    logprobs: request.submit.sampling.logprobs === true
   })
 
   /** Counts the response (stream or not) by its outcome once it is over, whatever ended it. */
