@@ -89,7 +89,7 @@ export const runOutcome = (e: RunError): RunOutcomeError => {
     case "NodeDisconnected":
     case "StreamClosed":
     case "RunCancelled":
-      return new RunFailed({ reason: e.message })
+      return new RunFailed({ reason: e.message, cause: e })
   }
 }
 
@@ -176,6 +176,9 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
             duration_ms: now - startedAt,
             finish_reason: terminal?._tag === "Finish" ? terminal.finishReason : null,
             error: terminal?._tag === "Error" ? terminal.error.message : null,
+            error_cause: terminal?._tag === "Error" && terminal.error._tag === "RunFailed"
+              ? terminal.error.cause?._tag ?? null
+              : null,
             content_chars: summary?.contentChars ?? 0,
             reasoning_chars: summary?.reasoningChars ?? 0,
             tool_calls: summary?.toolCalls ?? 0,

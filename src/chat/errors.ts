@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { NodeDisconnected, RunCancelled, StreamClosed } from "../run/errors.js"
 
 /** Errors of a chat completion once its request was understood. Mapped to OpenAI errors in http/openaiError.ts. */
 
@@ -8,8 +9,15 @@ export class ModelNotFound extends Schema.TaggedError<ModelNotFound>()("ModelNot
   }
 }
 
-/** The run failed, was cancelled, its node disconnected or its stream broke. */
-export class RunFailed extends Schema.TaggedError<RunFailed>()("RunFailed", { reason: Schema.String }) {
+/**
+ * The run failed, was cancelled, its node disconnected or its stream broke. `cause`: the run plane's error, when
+ * it ended the run (for the log; the client is told `reason`). Effect's errors pass a `cause` field on as the
+ * native `Error.cause`.
+ */
+export class RunFailed extends Schema.TaggedError<RunFailed>()("RunFailed", {
+  reason: Schema.String,
+  cause: Schema.optional(Schema.Union(NodeDisconnected, StreamClosed, RunCancelled))
+}) {
   override get message(): string {
     return this.reason
   }

@@ -1,9 +1,10 @@
 import { clipJoin } from "../common/clip.js"
-import type { Failed, RunEvent, Usage } from "../run/RunEvent.js"
+import type { Failed, RunEvent, TokenLogprob, Usage } from "../run/RunEvent.js"
 import { type RunOutcomeError, RunFailed, ToolValidationFailed, UpstreamRejected } from "./errors.js"
 import * as Holdback from "./filters/holdback.js"
 import * as Sentinel from "./filters/sentinel.js"
 import * as Think from "./filters/think.js"
+import * as Logprobs from "./logprobs.js"
 import type { OutputPolicy } from "./policy.js"
 import { reasoningOnlyContent } from "./reasoningFallback.js"
 import { wrapAsCompletionTool } from "./toolcalls/completionTool.js"
@@ -19,7 +20,8 @@ import { MAX_REASON_CHARS, validateToolCalls } from "./toolcalls/validate.js"
  */
 
 export type Emission =
-  | { readonly _tag: "Content"; readonly text: string }
+  /** `logprobs`: the entries released with this text (logprobs.ts says which); absent when there are none. */
+  | { readonly _tag: "Content"; readonly text: string; readonly logprobs?: ReadonlyArray<TokenLogprob> }
   | { readonly _tag: "Reasoning"; readonly text: string }
   /** `wrapped`: a text answer wrapped into the completion tool (logged as normalised). */
   | { readonly _tag: "ToolCalls"; readonly calls: ReadonlyArray<ToolCall>; readonly wrapped?: true }
@@ -88,6 +90,8 @@ export interface Open {
   readonly reasoning: string
   readonly contentChars: number
   readonly contentPreview: string
+  /** Made by the first Delta that carries logprobs: a run without them pays nothing for them. */
+  readonly logprobs: Logprobs.LogprobState | undefined
 }
 
 /** The session emitted its terminal emission; it accepts nothing more. */
@@ -116,7 +120,8 @@ export const initial = (config: SessionConfig): Session => ({
   sawContent: false,
   reasoning: "",
   contentChars: 0,
-  contentPreview: ""
+  contentPreview: "",
+  logprobs: undefined
 })
 
 export const step = (session: Session, input: SessionInput): readonly [Session, ReadonlyArray<Emission>] => {
@@ -124,7 +129,7 @@ export const step = (session: Session, input: SessionInput): readonly [Session, 
   switch (input._tag) {
     case "Delta": {
       const out: Array<Emission> = []
-      return [content(session, input.text, out), out]
+      return [content(session, input.text, out, input.logprobs), out]
     }
     case "ReasoningDelta": {
       const [reasoningSentinel, text] = Sentinel.append(session.reasoningSentinel, input.text)
@@ -193,11 +198,17 @@ const close = (
 }
 
 /** Raw content: end tokens out, a leading think block to reasoning, tool-call markup to calls. */
-const content = (s: Open, raw: string, out: Array<Emission>): Open => {
+const content = (s: Open, raw: string, out: Array<Emission>, entries?: ReadonlyArray<TokenLogprob>): Open => {
   const [contentSentinel, text] = Sentinel.append(s.contentSentinel, raw)
-  if (text === "") return contentSentinel === s.contentSentinel ? s : { ...s, contentSentinel }
+  if (entries === undefined && s.logprobs === undefined) {
+    if (text === "") return contentSentinel === s.contentSentinel ? s : { ...s, contentSentinel }
+    const [think, routed] = Think.append(s.think, text)
+    return afterThink({ ...s, contentSentinel, think }, routed, out)
+  }
+  const taken = Logprobs.passed(Logprobs.intake(s.logprobs, entries, s.contentSentinel.ended), text.length)
   const [think, routed] = Think.append(s.think, text)
-  return afterThink({ ...s, contentSentinel, think }, routed, out)
+  const next = afterThink({ ...s, contentSentinel, think, logprobs: taken }, routed, out)
+  return { ...next, logprobs: Logprobs.settle(next.logprobs ?? taken, Think.heldChars(think), s.toolText !== undefined) }
 }
 
 const afterThink = (s: Open, routed: Think.ThinkOutput, out: Array<Emission>): Open =>
@@ -211,17 +222,29 @@ const reasoning = (s: Open, text: string, out: Array<Emission>): Open => {
 
 const visible = (s: Open, text: string, out: Array<Emission>): Open => {
   if (text === "") return s
+  if (s.logprobs !== undefined) {
+    // The raw offset of `text`, so that the entries of what is shown go out with it.
+    const [logprobs, at] = Logprobs.contentOut(s.logprobs, text.length, Think.heldChars(s.think))
+    if (s.toolText === undefined) return emitText({ ...s, logprobs }, text, out, at)
+    const ends: Array<number> = []
+    const [toolText, parts] = Holdback.append(s.toolText, text, ends)
+    return toolParts({ ...s, toolText, logprobs }, parts, out, { at, ends })
+  }
   if (s.toolText === undefined) return emitText(s, text, out)
   const [toolText, parts] = Holdback.append(s.toolText, text)
   return toolParts({ ...s, toolText }, parts, out)
 }
 
-const toolParts = (s: Open, parts: ReadonlyArray<Holdback.ToolTextOutput>, out: Array<Emission>): Open => {
+/** The raw offset of the tool-text filter's input chunk, and where each of its Text outputs ends in it. */
+type Placed = { readonly at: number; readonly ends: ReadonlyArray<number> }
+
+const toolParts = (s: Open, parts: ReadonlyArray<Holdback.ToolTextOutput>, out: Array<Emission>, placed?: Placed): Open => {
   let next = s
+  let texts = 0
   for (const part of parts) {
     switch (part._tag) {
       case "Text":
-        next = emitText(next, part.text, out)
+        next = emitText(next, part.text, out, placed && placed.at + (placed.ends[texts++] ?? 0) - part.text.length)
         break
       case "Call":
         next = { ...next, textCalls: [...next.textCalls, part.call] }
@@ -238,8 +261,13 @@ const toolParts = (s: Open, parts: ReadonlyArray<Holdback.ToolTextOutput>, out: 
   return next
 }
 
-const emitText = (s: Open, text: string, out: Array<Emission>): Open => {
+const contentOf = (text: string, logprobs: ReadonlyArray<TokenLogprob>): Emission =>
+  logprobs.length > 0 ? { _tag: "Content", text, logprobs } : { _tag: "Content", text }
+
+/** `at`: the raw offset of `text`, when logprobs are tracked. */
+const emitText = (s: Open, text: string, out: Array<Emission>, at?: number): Open => {
   if (text === "") return s
+  if (s.logprobs !== undefined && at !== undefined) return emitTracked(s, s.logprobs, text, out, at)
   const sawContent = s.sawContent || /\S/.test(text)
   if (s.config.policy.completionTool !== null) return { ...s, held: s.held + text, sawContent }
   out.push({ _tag: "Content", text })
@@ -249,6 +277,16 @@ const emitText = (s: Open, text: string, out: Array<Emission>): Open => {
     contentChars: s.contentChars + text.length,
     contentPreview: preview(s.contentPreview, text)
   }
+}
+
+/** `emitText` with logprobs: the entries of what is shown go with it (or wait with the completion tool's text). */
+const emitTracked = (s: Open, lp: Logprobs.LogprobState, text: string, out: Array<Emission>, at: number): Open => {
+  const [shown, released] = Logprobs.show(lp, at, at + text.length)
+  // The untracked emission's state; its Content goes out with the entries.
+  const next = emitText({ ...s, logprobs: undefined }, text, [])
+  if (s.config.policy.completionTool !== null) return { ...next, logprobs: Logprobs.hold(shown, released) }
+  out.push(contentOf(text, released))
+  return { ...next, logprobs: shown }
 }
 
 /** Drains every filter, resolves tool calls, and ends with exactly one terminal emission. */
@@ -265,12 +303,13 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   const { config } = start
   let s = start
   const tail = Sentinel.flush(s.contentSentinel)
+  if (s.logprobs !== undefined) s = { ...s, logprobs: Logprobs.passed(s.logprobs, tail.length) }
   if (tail !== "") {
     const [think, routed] = Think.append(s.think, tail)
     s = afterThink({ ...s, think }, routed, out)
   }
-  s = afterThink(s, Think.flush(s.think), out)
-  if (s.toolText !== undefined) s = toolParts(s, Holdback.flush(s.toolText), out)
+  s = afterThink({ ...s, think: Think.FLUSHED }, Think.flush(s.think), out)
+  if (s.toolText !== undefined) s = flushToolText(s, s.toolText, out)
   s = reasoning(s, Sentinel.flush(s.reasoningSentinel), out)
 
   if (s.malformed.length > 0) {
@@ -294,7 +333,7 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
     const verdict = validateToolCalls(calls, config.tools, config.toolChoice)
     if (verdict._tag === "Invalid") return [s, [...out, invalid(verdict.reason)]]
   }
-  if (held !== "") out.push({ _tag: "Content", text: held })
+  if (held !== "") out.push(contentOf(held, s.logprobs?.held ?? Logprobs.NONE))
   if (calls.length > 0) out.push(wrapped ? { _tag: "ToolCalls", calls, wrapped } : { _tag: "ToolCalls", calls })
   const finishReason = calls.length > 0 ? "tool_calls" : complete.finishReason || "stop"
   if (!config.policy.strict && calls.length === 0 && !s.sawContent && s.reasoning.trim() !== "") {
@@ -309,6 +348,13 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   }
   out.push({ _tag: "Finish", finishReason, usage: complete.usage })
   return [s, out]
+}
+
+const flushToolText = (s: Open, toolText: Holdback.ToolTextState, out: Array<Emission>): Open => {
+  if (s.logprobs === undefined) return toolParts(s, Holdback.flush(toolText), out)
+  const ends: Array<number> = []
+  const parts = Holdback.flush(toolText, ends)
+  return toolParts(s, parts, out, { at: Logprobs.contentEnd(s.logprobs), ends })
 }
 
 const invalid = (reason: string): Emission => ({ _tag: "Error", error: new ToolValidationFailed({ reason }) })
@@ -336,16 +382,20 @@ export const coalesce = (inputs: ReadonlyArray<SessionInput>): ReadonlyArray<Ses
   const out: Array<SessionInput> = []
   let tag: "Delta" | "ReasoningDelta" | undefined
   let text = ""
+  // Entries are laid over the joined text just as over its parts (logprobs.ts).
+  let logprobs: Array<TokenLogprob> | undefined
   const flushText = () => {
-    if (tag !== undefined) out.push({ _tag: tag, text })
+    if (tag !== undefined) out.push(logprobs === undefined ? { _tag: tag, text } : { _tag: "Delta", text, logprobs })
     tag = undefined
     text = ""
+    logprobs = undefined
   }
   for (const input of inputs) {
     if (input._tag === "Delta" || input._tag === "ReasoningDelta") {
       if (input._tag !== tag) flushText()
       tag = input._tag
       text += input.text
+      if (input._tag === "Delta" && input.logprobs !== undefined) (logprobs ??= []).push(...input.logprobs)
     } else {
       flushText()
       out.push(input)

@@ -28,7 +28,34 @@ export const Usage = Schema.Struct({
 })
 export type Usage = typeof Usage.Type
 
-export const Delta = Schema.TaggedStruct("Delta", { text: Schema.String })
+/** One of the most likely tokens at a position, as the upstream reported it. */
+export const TopLogprob = Schema.Struct({
+  token: Schema.String,
+  logprob: Schema.Number,
+  bytes: Schema.optional(Schema.Array(Schema.Number))
+})
+export type TopLogprob = typeof TopLogprob.Type
+
+/**
+ * A sampled token's log probability (OpenAI's `logprobs.content[]` entry). Entries are laid end to end over the
+ * run's content text, each covering `chars` UTF-16 code units of it (`token.length` when absent): the provider
+ * sets `chars` where the upstream's tokens do not spell its text (byte tokens of a split character), so the
+ * session can tell which entries belong to text that was shown.
+ */
+export const TokenLogprob = Schema.Struct({
+  token: Schema.String,
+  logprob: Schema.Number,
+  bytes: Schema.optional(Schema.Array(Schema.Number)),
+  topLogprobs: Schema.optional(Schema.Array(TopLogprob)),
+  chars: Schema.optional(Schema.Number)
+})
+export type TokenLogprob = typeof TokenLogprob.Type
+
+/** `logprobs` is optional, so that messages of nodes that do not send it still decode. */
+export const Delta = Schema.TaggedStruct("Delta", {
+  text: Schema.String,
+  logprobs: Schema.optional(Schema.Array(TokenLogprob))
+})
 export const ReasoningDelta = Schema.TaggedStruct("ReasoningDelta", { text: Schema.String })
 export const Complete = Schema.TaggedStruct("Complete", {
   finishReason: Schema.String,
@@ -65,6 +92,8 @@ export type Cancelled = typeof Cancelled.Type
 
 // Plain constructors: events are built on the hot path, so no validation here.
 export const delta = (text: string): RunEvent => ({ _tag: "Delta", text })
+export const deltaWithLogprobs = (text: string, logprobs: ReadonlyArray<TokenLogprob> | undefined): RunEvent =>
+  logprobs === undefined ? { _tag: "Delta", text } : { _tag: "Delta", text, logprobs }
 export const reasoningDelta = (text: string): RunEvent => ({ _tag: "ReasoningDelta", text })
 export const complete = (fields: Omit<Complete, "_tag">): RunEvent => ({ _tag: "Complete", ...fields })
 export const failed = (message: string, upstream?: UpstreamAnswer): RunEvent =>

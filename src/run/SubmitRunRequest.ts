@@ -70,7 +70,9 @@ export const SamplingParams = Schema.Struct({
   maxTokensField: Schema.optional(Schema.Literal("max_tokens", "max_completion_tokens")),
   reasoningEffort: Schema.optional(Schema.String),
   user: Schema.optional(Schema.String),
-  logitBias: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Number }))
+  logitBias: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Number })),
+  logprobs: Schema.optional(Schema.Boolean),
+  topLogprobs: Schema.optional(Schema.Number)
 })
 export type SamplingParams = typeof SamplingParams.Type
 

@@ -224,17 +224,19 @@ export interface ChunkFields {
   readonly finish_reason?: string | null
   readonly usage?: UsageFields
   readonly model?: string
+  /** The choice's `logprobs` (`{content: [...], refusal}`), beside its delta. */
+  readonly logprobs?: object | null
 }
 
 /** One `chat.completion.chunk` with a single choice (index 0). */
 export const chunk = (fields: ChunkFields = {}): object => {
-  const { finish_reason, model, usage, ...delta } = fields
+  const { finish_reason, logprobs, model, usage, ...delta } = fields
   return {
     id: "chatcmpl-fake",
     object: "chat.completion.chunk",
     created: 1_700_000_000,
     model: model ?? FAKE_MODEL,
-    choices: [{ index: 0, delta, finish_reason: finish_reason ?? null }],
+    choices: [{ index: 0, delta, ...(logprobs !== undefined ? { logprobs } : {}), finish_reason: finish_reason ?? null }],
     ...(usage !== undefined ? { usage } : {})
   }
 }

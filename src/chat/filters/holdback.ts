@@ -145,6 +145,10 @@ interface Run {
   out: Array<ToolTextOutput> | undefined
   mode: Mode
   sawBlock: boolean
+  /** When asked for (logprobs): where each Text output ends, as an offset in the appended chunk. */
+  readonly ends: Array<number> | undefined
+  /** Scanned-text index → chunk offset. */
+  shift: number
 }
 
 const NOTHING: ReadonlyArray<ToolTextOutput> = []
@@ -154,12 +158,17 @@ const emit = (run: Run, output: ToolTextOutput): void => {
   else run.out.push(output)
 }
 
-const emitText = (run: Run, text: string): void => {
+/** `end`: the chunk offset where the text ends (texts are contiguous slices of the input, so merged ones too). */
+const emitText = (run: Run, text: string, end: number): void => {
   if (text === "") return
   const out = run.out
   const last = out?.[out.length - 1]
-  if (out !== undefined && last?._tag === "Text") out[out.length - 1] = { _tag: "Text", text: last.text + text }
+  const merged = out !== undefined && last?._tag === "Text"
+  if (merged) out[out.length - 1] = { _tag: "Text", text: last.text + text }
   else emit(run, { _tag: "Text", text })
+  if (run.ends === undefined) return
+  if (merged) run.ends[run.ends.length - 1] = end
+  else run.ends.push(end)
 }
 
 const emitBlock = (run: Run, result: BlockResult): void => {
@@ -211,7 +220,9 @@ const scanText = (run: Run, m: Extract<Mode, { _tag: "Text" }>, text: string, fr
       // No open hint contains another's first char, so no longer partial match can still be alive here.
       if (j === opener.open.codes.length) {
         const start = i + 1 - j
-        if (m.hasText || (firstText >= 0 && firstText < start)) emitText(run, join(m.ws) + text.slice(segStart, start))
+        if (m.hasText || (firstText >= 0 && firstText < start)) {
+          emitText(run, join(m.ws) + text.slice(segStart, start), start + run.shift)
+        }
         run.sawBlock = true
         run.mode = openBlock(opener)
         return i + 1
@@ -225,7 +236,7 @@ const scanText = (run: Run, m: Extract<Mode, { _tag: "Text" }>, text: string, fr
   const released = text.slice(segStart, holdStart)
   const partial = text.slice(holdStart)
   if (m.hasText || (firstText >= 0 && firstText < holdStart)) {
-    emitText(run, join(m.ws) + released)
+    emitText(run, join(m.ws) + released, holdStart + run.shift)
     // Plain prose leaves the mode as it was: keep the object.
     const same = m.hasText && partial === "" && m.partial === "" && matched === m.matched && bare === m.bare
     run.mode = same ? m : { _tag: "Text", partial, matched, ws: undefined, hasText: true, bare }
@@ -298,7 +309,12 @@ const scanBare = (run: Run, m: Extract<Mode, { _tag: "Bare" }>, text: string, fr
     if (!alive) {
       // Not a bare call after all: scan what was held (and the rest of this chunk) once more, as ordinary text.
       run.mode = textMode(run.config, m.ws, false)
-      scanAll(run, join(push(m.held, text.slice(from))), 0)
+      const again = join(push(m.held, text.slice(from)))
+      const shift = run.shift
+      // `again` ends where `text` does.
+      run.shift = shift + text.length - again.length
+      scanAll(run, again, 0)
+      run.shift = shift
       return text.length
     }
   }
@@ -327,15 +343,31 @@ const scanAll = (run: Run, text: string, from: number): void => {
   }
 }
 
+/**
+ * `ends`, when given (logprobs need it), gets the end of each Text output pushed onto it: its offset in `chunk`,
+ * negative when the text ends inside text held from before.
+ */
 export const append = (
   state: ToolTextState,
-  chunk: string
+  chunk: string,
+  ends?: Array<number>
 ): readonly [ToolTextState, ReadonlyArray<ToolTextOutput>] => {
-  if (state.config.pass) return [state, chunk === "" ? [] : [{ _tag: "Text", text: chunk }]]
+  if (state.config.pass) {
+    if (chunk === "") return [state, []]
+    ends?.push(chunk.length)
+    return [state, [{ _tag: "Text", text: chunk }]]
+  }
   if (chunk === "") return [state, []]
-  const run: Run = { config: state.config, out: undefined, mode: state.mode, sawBlock: state.sawBlock }
   // The held partial is at most one open hint long, so prepending it rescans a bounded number of chars.
   const partial = state.mode._tag === "Text" ? state.mode.partial : ""
+  const run: Run = {
+    config: state.config,
+    out: undefined,
+    mode: state.mode,
+    sawBlock: state.sawBlock,
+    ends,
+    shift: -partial.length
+  }
   scanAll(run, partial + chunk, partial.length)
   const same = run.mode === state.mode && run.sawBlock === state.sawBlock
   return [same ? state : { config: state.config, mode: run.mode, sawBlock: run.sawBlock }, run.out ?? NOTHING]
@@ -354,7 +386,7 @@ const finish = (run: Run): void => {
       if (dangling !== undefined) {
         emit(run, { _tag: "Malformed", reason: `${dangling.opener.open}: the response ended inside the open tag` })
       } else if (m.hasText || m.partial !== "" || !run.sawBlock) {
-        emitText(run, join(m.ws) + m.partial)
+        emitText(run, join(m.ws) + m.partial, 0)
       }
       return
     }
@@ -375,6 +407,7 @@ const finish = (run: Run): void => {
         return
       }
       run.mode = textMode(run.config, m.ws, false)
+      run.shift = -held.length
       scanAll(run, held, 0)
       finish(run)
       return
@@ -382,9 +415,10 @@ const finish = (run: Run): void => {
   }
 }
 
-export const flush = (state: ToolTextState): ReadonlyArray<ToolTextOutput> => {
+/** `ends` as for `append`, as offsets from the end of the input (0 or less). */
+export const flush = (state: ToolTextState, ends?: Array<number>): ReadonlyArray<ToolTextOutput> => {
   if (state.config.pass) return []
-  const run: Run = { config: state.config, out: undefined, mode: state.mode, sawBlock: state.sawBlock }
+  const run: Run = { config: state.config, out: undefined, mode: state.mode, sawBlock: state.sawBlock, ends, shift: 0 }
   finish(run)
   return run.out ?? NOTHING
 }

@@ -114,6 +114,13 @@ export const append = (state: ThinkState, chunk: string): readonly [ThinkState, 
   }
 }
 
+/** How many chars of the input are held, undecided (always the end of the input so far). */
+export const heldChars = (state: ThinkState): number =>
+  state._tag === "Leading" || state._tag === "Inside" ? state.held.length : 0
+
+/** The state once `flush` released what was held. */
+export const FLUSHED: ThinkState = PASSING
+
 /** The stream ended: held text was not a tag after all, and goes where it was heading. */
 export const flush = (state: ThinkState): ThinkOutput => {
   switch (state._tag) {

@@ -20,7 +20,8 @@ const context = (request: ChatRequest, model: string, run: RunInfo): Render.Resp
   created: run.created,
   model,
   reasoningField: request.policy.reasoningField,
-  includeUsage: request.includeUsage
+  includeUsage: request.includeUsage,
+  logprobs: request.submit.sampling.logprobs === true
 })
 
 /** OpenAI Chat Completions: `POST /v1/chat/completions`. */

@@ -2,7 +2,7 @@ import { type RunOutcomeError, RunFailed, upstreamRejectionAnswer } from "../../
 import type { ReasoningField } from "../../chat/policy.js"
 import type { Emission } from "../../chat/session.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
-import type { Usage } from "../../run/RunEvent.js"
+import type { TokenLogprob, Usage } from "../../run/RunEvent.js"
 import type { Rendered, StreamRenderer } from "../Dialect.js"
 
 /**
@@ -18,6 +18,8 @@ export interface ResponseContext {
   readonly model: string
   readonly reasoningField: ReasoningField
   readonly includeUsage: boolean
+  /** The request asked for `logprobs`: the non-stream `choices[0].logprobs` is an object, not null. */
+  readonly logprobs?: boolean
 }
 
 export interface OpenAiUsage {
@@ -43,6 +45,16 @@ export const wireToolCalls = (calls: ReadonlyArray<ToolCall>, withIndex: boolean
     type: "function" as const,
     function: { name: c.name, arguments: c.arguments }
   }))
+
+/** OpenAI's `logprobs.content[]` entry. */
+export const wireLogprob = (e: TokenLogprob) => ({
+  token: e.token,
+  logprob: e.logprob,
+  bytes: e.bytes ?? null,
+  top_logprobs: (e.topLogprobs ?? []).map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes ?? null }))
+})
+
+const wireLogprobs = (entries: ReadonlyArray<TokenLogprob>) => ({ content: entries.map(wireLogprob), refusal: null })
 
 const reasoningFields = (field: ReasoningField, text: string): Record<string, string> =>
   field === "both" ? { reasoning_content: text, reasoning: text } : { [field]: text }
@@ -81,13 +93,17 @@ export const chunkRenderer = (ctx: ResponseContext): StreamRenderer => {
   },"choices":[{"index":0,"delta":`
   const tail = `,"logprobs":null,"finish_reason":null}]}\n\n`
   const delta = (json: string) => head + json + tail
+  const withLogprobs = (json: string, entries: ReadonlyArray<TokenLogprob>) =>
+    `${head}${json},"logprobs":${JSON.stringify(wireLogprobs(entries))},"finish_reason":null}]}\n\n`
   const envelope = (body: Record<string, unknown>) =>
     frame({ id: ctx.id, object: "chat.completion.chunk", created: ctx.created, model: ctx.model, ...body })
 
   const one = (e: Emission): string => {
     switch (e._tag) {
       case "Content":
-        return delta(`{"content":${JSON.stringify(e.text)}}`)
+        return e.logprobs === undefined
+          ? delta(`{"content":${JSON.stringify(e.text)}}`)
+          : withLogprobs(`{"content":${JSON.stringify(e.text)}}`, e.logprobs)
       case "Reasoning":
         return delta(JSON.stringify(reasoningFields(ctx.reasoningField, e.text)))
       case "ToolCalls":
@@ -121,10 +137,12 @@ export const completion = (ctx: ResponseContext, emissions: ReadonlyArray<Emissi
   let content = ""
   let reasoning = ""
   let calls: ReadonlyArray<ToolCall> = []
+  const entries: Array<TokenLogprob> = []
   for (const e of emissions) {
     switch (e._tag) {
       case "Content":
         content += e.text
+        if (e.logprobs !== undefined) for (const entry of e.logprobs) entries.push(entry)
         break
       case "Reasoning":
         reasoning += e.text
@@ -152,7 +170,7 @@ export const completion = (ctx: ResponseContext, emissions: ReadonlyArray<Emissi
                   ...(reasoning !== "" ? reasoningFields(ctx.reasoningField, reasoning) : {}),
                   ...(calls.length > 0 ? { tool_calls: wireToolCalls(calls, false) } : {})
                 },
-                logprobs: null,
+                logprobs: ctx.logprobs === true ? wireLogprobs(entries) : null,
                 finish_reason: e.finishReason
               }
             ],

@@ -45,14 +45,6 @@ export const toChatRequest = (
 ): Either.Either<DialectRequest, InvalidRequest> => {
   const metadata = wire.metadata ?? {}
   const fieldOverride = metadata["iop_reasoning_field"]
-  if (wire.logprobs === true || (wire.top_logprobs ?? 0) > 0) {
-    return Either.left(
-      new InvalidRequest({
-        message: "logprobs are not relayed by this edge yet: leave logprobs unset or false",
-        param: wire.logprobs === true ? "logprobs" : "top_logprobs"
-      })
-    )
-  }
   const maxTokens = defined(wire.max_completion_tokens) ?? defined(wire.max_tokens)
   const maxTokensField = defined(wire.max_completion_tokens) !== undefined
     ? "max_completion_tokens"
@@ -78,7 +70,9 @@ export const toChatRequest = (
       maxTokensField,
       reasoningEffort: defined(wire.reasoning_effort),
       user: defined(wire.user),
-      logitBias: defined(wire.logit_bias)
+      logitBias: defined(wire.logit_bias),
+      logprobs: defined(wire.logprobs),
+      topLogprobs: defined(wire.top_logprobs)
     },
     metadata,
     stream: wire.stream === true,

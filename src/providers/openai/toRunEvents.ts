@@ -4,6 +4,7 @@ import {
   type UpstreamChunk,
   type UpstreamDelta,
   type UpstreamInput,
+  type UpstreamTokenLogprob,
   type UpstreamToolCallDelta,
   type UpstreamUsage
 } from "./upstreamWire.js"
@@ -37,9 +38,13 @@ export interface MapperState {
   readonly finishReason: string | undefined
   readonly usage: RunEvent.Usage | undefined
   readonly error: string | undefined
+  /** Logprob entries of chunks that had no text (the first bytes of a split character): they go with the next text. */
+  readonly carried: ReadonlyArray<UpstreamTokenLogprob>
   /** The terminal event was emitted (by `feed`); nothing more is accepted. */
   readonly closed: boolean
 }
+
+const NO_ENTRIES: ReadonlyArray<UpstreamTokenLogprob> = []
 
 export const initial = (options?: { readonly toolMode?: ToolMode; readonly upstreamModel?: string }): MapperState => ({
   toolMode: options?.toolMode ?? "native",
@@ -49,6 +54,7 @@ export const initial = (options?: { readonly toolMode?: ToolMode; readonly upstr
   finishReason: undefined,
   usage: undefined,
   error: undefined,
+  carried: NO_ENTRIES,
   closed: false
 })
 
@@ -119,6 +125,61 @@ const toUsage = (usage: UpstreamUsage): RunEvent.Usage | undefined => {
   }
 }
 
+// A split character takes at most 4 byte tokens: more text-less entries than this are not one, and are not kept.
+const MAX_CARRIED = 16
+
+/** The UTF-16 units of the chars whose UTF-8 encoding starts in `bytes` (a char goes with its first byte). */
+const charsStartedIn = (bytes: ReadonlyArray<number>): number => {
+  let n = 0
+  for (const b of bytes) if ((b & 0xc0) !== 0x80) n += b >= 0xf0 ? 2 : 1
+  return n
+}
+
+/** How many chars of `text` each entry covers: by its bytes when they spell the text, else by its token. */
+const coverage = (entries: ReadonlyArray<UpstreamTokenLogprob>, text: string): ReadonlyArray<number> => {
+  const byBytes = entries.map((e) => (e.bytes == null ? -1 : charsStartedIn(e.bytes)))
+  if (byBytes.every((n) => n >= 0) && byBytes.reduce((a, b) => a + b, 0) === text.length) return byBytes
+  // Each covers its token's length, clipped to what is left; the last covers the rest.
+  let left = text.length
+  return entries.map((e, i) => {
+    const chars = i === entries.length - 1 ? left : Math.min((e.token ?? "").length, left)
+    left -= chars
+    return chars
+  })
+}
+
+/**
+ * A chunk's logprob entries as the run's, laid over its `text` so that together they cover exactly it, whatever
+ * the upstream's tokens spell (byte tokens of a split character); `chars` is set only where an entry covers
+ * other than `token.length`. Entries with no `logprob` are left out (there is nothing to relay).
+ */
+export const tokenLogprobs = (
+  entries: ReadonlyArray<UpstreamTokenLogprob>,
+  text: string
+): ReadonlyArray<RunEvent.TokenLogprob> => {
+  const out: Array<RunEvent.TokenLogprob> = []
+  const usable = entries.filter((e) => typeof e.logprob === "number")
+  const covered = coverage(usable, text)
+  usable.forEach((e, i) => {
+    const token = e.token ?? ""
+    const chars = covered[i] ?? 0
+    const top = e.top_logprobs
+    out.push({
+      token,
+      logprob: e.logprob ?? 0,
+      ...(e.bytes != null ? { bytes: e.bytes } : {}),
+      ...(top != null ? { topLogprobs: top.flatMap(topLogprob) } : {}),
+      ...(chars !== token.length ? { chars } : {})
+    })
+  })
+  return out
+}
+
+const topLogprob = (t: UpstreamTokenLogprob): ReadonlyArray<RunEvent.TopLogprob> =>
+  typeof t.logprob === "number"
+    ? [{ token: t.token ?? "", logprob: t.logprob, ...(t.bytes != null ? { bytes: t.bytes } : {}) }]
+    : []
+
 /** Maps one upstream chunk: its text events now, the rest remembered for `finish`. */
 export const step = (state: MapperState, chunk: UpstreamChunk): Emit => {
   if (state.closed || state.error !== undefined) return [state, []]
@@ -128,22 +189,33 @@ export const step = (state: MapperState, chunk: UpstreamChunk): Emit => {
   const events: Array<RunEvent.RunEvent> = []
   let calls = state.calls
   let finishReason = state.finishReason
+  let carried = state.carried
   for (const choice of chunk.choices ?? []) {
     // Only the first choice: the edge never asks for n > 1.
     if ((choice.index ?? 0) !== 0) continue
     const delta = choice.delta
+    // Only content tokens: the entries of a reasoning or tool-call chunk are not the content's.
+    const entries = choice.logprobs?.content
     if (delta !== undefined && delta !== null) {
       // vLLM may send the same text as both `reasoning` and `reasoning_content`: take one.
       const reasoning = nonEmpty(delta.reasoning_content) ? delta.reasoning_content : delta.reasoning
       if (nonEmpty(reasoning)) events.push(RunEvent.reasoningDelta(reasoning))
       const text = contentText(delta.content) + (delta.refusal ?? "")
-      if (text !== "") events.push(RunEvent.delta(text))
+      if (text !== "") {
+        const logprobs = entries == null || entries.length === 0
+          ? carried.length === 0 ? undefined : tokenLogprobs(carried, text)
+          : tokenLogprobs(carried.length === 0 ? entries : [...carried, ...entries], text)
+        events.push(RunEvent.deltaWithLogprobs(text, logprobs))
+        carried = NO_ENTRIES
+      } else if (entries != null && entries.length > 0 && !nonEmpty(reasoning) && delta.tool_calls == null) {
+        carried = [...carried, ...entries].slice(-MAX_CARRIED)
+      }
       for (const toolDelta of delta.tool_calls ?? []) calls = addToolDelta(calls, toolDelta)
     }
     if (nonEmpty(choice.finish_reason)) finishReason = choice.finish_reason
   }
   const usage = chunk.usage !== undefined && chunk.usage !== null ? toUsage(chunk.usage) ?? state.usage : state.usage
-  return [{ ...state, reportedModel, calls, finishReason, usage }, events]
+  return [{ ...state, reportedModel, calls, finishReason, usage, carried }, events]
 }
 
 /** The terminal event: `Complete` with what was accumulated, or `Failed` when the upstream reported an error. */

@@ -51,6 +51,8 @@ export const toUpstreamBody = (request: SubmitRunRequest, options: UpstreamReque
     reasoning_effort: s.reasoningEffort,
     user: s.user,
     logit_bias: s.logitBias,
+    logprobs: s.logprobs,
+    top_logprobs: s.topLogprobs,
     tools,
     // Without tools, tool_choice / parallel_tool_calls make some servers (OpenAI, vLLM) reject the request.
     tool_choice: tools !== undefined ? request.toolChoice : undefined,

@@ -6,7 +6,7 @@ import * as Schema from "effect/Schema"
  * `chat.completion.chunk` and the error body. Real servers (llama.cpp, vLLM,
  * Ollama, LM Studio, OpenAI) differ in which fields they send and send `null`
  * freely, so nearly everything is optional and nullable, and unknown keys are
- * ignored (on purpose: `timings`, `system_fingerprint`, `logprobs`, ...).
+ * ignored (on purpose: `timings`, `system_fingerprint`, ...).
  *
  * Every upstream event is read on the hot path, so chunks are decoded with
  * `JSON.parse` and plain field guards, not Schema (Schema-decoding each event
@@ -37,9 +37,25 @@ export interface UpstreamDelta {
   readonly tool_calls?: ReadonlyArray<UpstreamToolCallDelta> | null | undefined
 }
 
+export interface UpstreamTopLogprob {
+  readonly token?: string | null | undefined
+  readonly logprob?: number | null | undefined
+  readonly bytes?: ReadonlyArray<number> | null | undefined
+}
+
+export interface UpstreamTokenLogprob extends UpstreamTopLogprob {
+  readonly top_logprobs?: ReadonlyArray<UpstreamTopLogprob> | null | undefined
+}
+
+/** `choices[].logprobs`: the chunk's content tokens (refusal tokens are not read). */
+export interface UpstreamLogprobs {
+  readonly content?: ReadonlyArray<UpstreamTokenLogprob> | null | undefined
+}
+
 export interface UpstreamChoice {
   readonly index?: number | null | undefined
   readonly delta?: UpstreamDelta | null | undefined
+  readonly logprobs?: UpstreamLogprobs | null | undefined
   readonly finish_reason?: string | null | undefined
 }
 
@@ -214,10 +230,41 @@ const readDelta = (from: Json): UpstreamDelta | Wrong => {
   return to
 }
 
+/** `bytes`: an array of numbers (UTF-8 bytes) or null. */
+const readBytes = (from: Json, to: Json): Wrong | undefined => {
+  const value = from["bytes"]
+  if (value === undefined) return undefined
+  if (value !== null && !(Array.isArray(value) && value.every((b) => typeof b === "number"))) {
+    return wrong("bytes", "an array of numbers or null", value)
+  }
+  to["bytes"] = value
+  return undefined
+}
+
+const readTopLogprob = (from: Json): UpstreamTopLogprob | Wrong => {
+  const to: Mutable<UpstreamTopLogprob> & Json = {}
+  return readString(from, to, "token") ?? readNumber(from, to, "logprob") ?? readBytes(from, to) ?? to
+}
+
+const readTokenLogprob = (from: Json): UpstreamTokenLogprob | Wrong => {
+  const to: Mutable<UpstreamTokenLogprob> & Json = {}
+  return readString(from, to, "token") ??
+    readNumber(from, to, "logprob") ??
+    readBytes(from, to) ??
+    readArray(from, to, "top_logprobs", readTopLogprob) ??
+    to
+}
+
+const readLogprobs = (from: Json): UpstreamLogprobs | Wrong => {
+  const to: Mutable<UpstreamLogprobs> & Json = {}
+  return readArray(from, to, "content", readTokenLogprob) ?? to
+}
+
 const readChoice = (from: Json): UpstreamChoice | Wrong => {
   const to: Mutable<UpstreamChoice> & Json = {}
   return readNumber(from, to, "index") ??
     readObject(from, to, "delta", readDelta) ??
+    readObject(from, to, "logprobs", readLogprobs) ??
     readString(from, to, "finish_reason") ??
     to
 }

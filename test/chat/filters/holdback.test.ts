@@ -317,6 +317,45 @@ describe("holdback", () => {
     )
 
     it.prop(
+      "ends: each Text output is the slice of the input ending where its end says (logprobs place text by it)",
+      [
+        fc.oneof(
+          response.map((c) => c.text),
+          // bare_json candidates, which are held whole and may be scanned again as text.
+          fc.tuple(
+            gap,
+            fc.oneof(jsonBody.map((j) => j.body), fc.constantFrom("{ \"a\": 1 }", "{\"name\": 3}", "{\"x\"")),
+            fc.constantFrom("", " ", " x", "\n", "} y", " <tool_call>{}</tool_call> z")
+          ).map(([g, body, tail]) => g + body + tail)
+        ),
+        cuts,
+        fc.boolean()
+      ],
+      ([text, at, bare]) => {
+        const check = (out: ReadonlyArray<Holdback.ToolTextOutput>, ends: ReadonlyArray<number>, base: number) => {
+          const texts = out.flatMap((o) => (o._tag === "Text" ? [o.text] : []))
+          expect(ends).toHaveLength(texts.length)
+          texts.forEach((t, i) => {
+            const end = base + (ends[i] ?? Number.NaN)
+            expect(text.slice(end - t.length, end)).toBe(t)
+          })
+        }
+        let state = Holdback.initial(bare ? withBare : options)
+        let consumed = 0
+        for (const chunk of splitAt(text, at)) {
+          const ends: Array<number> = []
+          const [next, out] = Holdback.append(state, chunk, ends)
+          consumed += chunk.length
+          check(out, ends, consumed - chunk.length)
+          state = next
+        }
+        const ends: Array<number> = []
+        check(Holdback.flush(state, ends), ends, consumed)
+      },
+      { fastCheck: { numRuns: 1000 } }
+    )
+
+    it.prop(
       "text that cannot be markup streams through at once",
       [fc.array(fc.string({ unit: fc.constantFrom("a", "b", " ", "é", ">", "}", "]", "\n", "x") }), { maxLength: 10 })
       ],

@@ -94,6 +94,7 @@ describe("decodeEvent: field guards, no Schema", () => {
             refusal: "no",
             tool_calls: [{ index: 0, id: "t", type: "function", function: { name: "f", arguments: { a: 1 } } }]
           },
+          logprobs: null,
           finish_reason: "tool_calls"
         }],
         usage: {

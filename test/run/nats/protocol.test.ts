@@ -102,7 +102,9 @@ describe("protocol", () => {
       (m) => ({ ...m, events: [{ _tag: "Complete", finishReason: "stop", toolCalls: [], metadata: {}, usage: { inputTokens: 1 } }] }),
       (m) => ({ ...m, events: [{ _tag: "Failed", message: "x", upstream: { status: "400", message: "m" } }] }),
       (m) => ({ ...m, events: [{ _tag: "Cancelled" }] }),
-      (m) => ({ ...m, events: [null] })
+      (m) => ({ ...m, events: [null] }),
+      (m) => ({ ...m, events: [{ _tag: "Delta", text: "x", logprobs: [{ token: "x", logprob: "low" }] }] }),
+      (m) => ({ ...m, events: [{ _tag: "Delta", text: "x", logprobs: [{ token: "x", logprob: 0, topLogprobs: [{}] }] }] })
     ]
     FastCheck.assert(
       FastCheck.property(Arbitrary.make(P.RunEventsMsg), FastCheck.nat(breakings.length - 1), (msg, i) => {
@@ -262,5 +264,54 @@ describe("fitting a batch into messages", () => {
     const [[long] = []] = P.fitBatch(runId, [RunEvent.failed("e".repeat(10_000))], 2048)
     expect(long?._tag === "Failed" && long.message).toMatch(/^e+ \(truncated\)$/)
     expect(envelope([long ?? RunEvent.failed("")]).length).toBeLessThanOrEqual(2048)
+  })
+
+  describe("logprobs", () => {
+    const entries = (n: number, text: string): ReadonlyArray<RunEvent.TokenLogprob> =>
+      Array.from({ length: n }, (_, i) => ({
+        token: text.slice(i * 4, i * 4 + 4),
+        logprob: -i / 7,
+        bytes: [1, 2, 3, 4],
+        topLogprobs: [{ token: "alt", logprob: -9 }]
+      }))
+    const textOf = (es: ReadonlyArray<RunEvent.RunEvent>) => es.map((e) => (e._tag === "Delta" ? e.text : "")).join("")
+    const entriesOf = (es: ReadonlyArray<RunEvent.RunEvent>) => es.flatMap((e) => (e._tag === "Delta" ? e.logprobs ?? [] : []))
+
+    it("a Delta's entries cross the bus; a message of a node that sends none still decodes", () => {
+      const msg: P.RunEventsMsg = {
+        v: P.PROTOCOL_VERSION,
+        runId,
+        seq: 0,
+        events: [RunEvent.deltaWithLogprobs("Hi", [{ token: "Hi", logprob: -0.1, bytes: [72, 105], chars: 2 }]), RunEvent.delta("!")]
+      }
+      expect(decodeRunEvents(encodeRunEvents(msg))).toEqual({ _tag: "Ok", value: msg })
+      const old = { v: P.PROTOCOL_VERSION, runId, seq: 1, events: [{ _tag: "Delta", text: "x" }] }
+      expect(decodeRunEvents(bytes(old))).toEqual({ _tag: "Ok", value: old })
+      const broken = { ...old, events: [{ _tag: "Delta", text: "x", logprobs: [{ token: "x" }] }] }
+      expect(decodeRunEvents(bytes(broken))._tag).toBe("Invalid")
+    })
+
+    it("an oversize Delta: its entries go ahead of its text in messages that fit, whole and in order", () => {
+      const text = "abcd".repeat(400)
+      const delta = RunEvent.deltaWithLogprobs(text, entries(400, text))
+      const messages = P.fitBatch(runId, [delta], 2048)
+      expect(messages.length).toBeGreaterThan(1)
+      for (const m of messages) expect(envelope(m).length).toBeLessThanOrEqual(2048)
+      const out = messages.flat()
+      expect(textOf(out)).toBe(text)
+      expect(entriesOf(out)).toEqual(entriesOf([delta]))
+      const firstText = out.findIndex((e) => e._tag === "Delta" && e.text !== "")
+      expect(out.slice(firstText).every((e) => e._tag === "Delta" && e.logprobs === undefined)).toBe(true)
+    })
+
+    it("an entry too big for a message of its own loses its alternatives, then its token, never its place", () => {
+      const big: RunEvent.TokenLogprob = { token: "x".repeat(300), logprob: -1, topLogprobs: [{ token: "y".repeat(300), logprob: -2 }] }
+      const out = P.fitBatch(runId, [RunEvent.deltaWithLogprobs("x".repeat(300), [big])], 400).flat()
+      expect(textOf(out)).toBe("x".repeat(300))
+      expect(entriesOf(out)).toEqual([{ token: "", logprob: -1, chars: 300 }])
+      const small: RunEvent.TokenLogprob = { ...big, token: "x" }
+      const kept = P.fitBatch(runId, [RunEvent.deltaWithLogprobs("x".repeat(300), [small])], 400).flat()
+      expect(entriesOf(kept)).toEqual([{ token: "x", logprob: -1 }])
+    })
   })
 })

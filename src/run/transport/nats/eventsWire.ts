@@ -26,6 +26,15 @@ const isUsage = (u: unknown): boolean =>
   isObject(u) && isNumber(u["inputTokens"]) && isNumber(u["outputTokens"]) &&
   optional(u["reasoningTokens"], isNumber) && optional(u["cachedInputTokens"], isNumber)
 
+const isNumberArray = (u: unknown): boolean => Array.isArray(u) && u.every(isNumber)
+
+const isTopLogprob = (u: unknown): boolean =>
+  isObject(u) && isString(u["token"]) && isNumber(u["logprob"]) && optional(u["bytes"], isNumberArray)
+
+const isTokenLogprob = (u: unknown): boolean =>
+  isTopLogprob(u) && isObject(u) &&
+  optional(u["topLogprobs"], (v) => Array.isArray(v) && v.every(isTopLogprob)) && optional(u["chars"], isNumber)
+
 const isStringRecord = (u: unknown): boolean => isObject(u) && Object.values(u).every(isString)
 
 const isUpstreamAnswer = (u: unknown): boolean =>
@@ -37,6 +46,10 @@ const eventProblem = (u: unknown): string | undefined => {
   if (!isObject(u)) return ": expected an object"
   switch (u["_tag"]) {
     case "Delta":
+      if (!isString(u["text"])) return "text: expected a string"
+      return optional(u["logprobs"], (v) => Array.isArray(v) && v.every(isTokenLogprob))
+        ? undefined
+        : "logprobs: expected token log probabilities"
     case "ReasoningDelta":
       return isString(u["text"]) ? undefined : "text: expected a string"
     case "Complete":

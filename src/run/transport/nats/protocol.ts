@@ -2,7 +2,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ModelConfig } from "../../../config/EdgeConfig.js"
 import { primaryIssue } from "../../../config/parseIssues.js"
-import { NodeId, RunEvent, RunId } from "../../RunEvent.js"
+import { NodeId, RunEvent, RunId, type TokenLogprob } from "../../RunEvent.js"
 import { SubmitRunRequest } from "../../SubmitRunRequest.js"
 import { SubjectToken } from "./BusConfig.js"
 
@@ -296,9 +296,42 @@ const truncated = (message: string, room: number): string => {
   return `${splitText(message, Math.max(1, room - marker.length))[0] ?? ""}${marker}`
 }
 
+/** An entry that fits a message of its own: else without its alternatives and bytes, else without its token. */
+const fittedEntry = (entry: TokenLogprob, room: number): TokenLogprob => {
+  if (byteLength(entry) <= room) return entry
+  const chars = entry.chars ?? entry.token.length
+  const bare: TokenLogprob = { token: entry.token, logprob: entry.logprob, ...(entry.chars !== undefined ? { chars } : {}) }
+  // `chars` keeps the entries after it where they belong (the edge lays them end to end over the text).
+  return byteLength(bare) <= room ? bare : { token: "", logprob: entry.logprob, chars }
+}
+
+/**
+ * A Delta's logprob entries as empty-text Deltas that fit, to go before its text: the edge places entries by
+ * their offsets in the run's text, not by the event that carried them.
+ */
+const fitLogprobs = (entries: ReadonlyArray<TokenLogprob>, room: number): ReadonlyArray<readonly [RunEvent, number]> => {
+  const overhead = byteLength({ _tag: "Delta", text: "", logprobs: [] })
+  const out: Array<readonly [RunEvent, number]> = []
+  let current: Array<TokenLogprob> = []
+  let used = overhead
+  for (const entry of entries) {
+    const fitted = fittedEntry(entry, room - overhead)
+    const size = byteLength(fitted)
+    if (current.length > 0 && used + 1 + size > room) {
+      out.push([{ _tag: "Delta", text: "", logprobs: current }, used])
+      current = []
+      used = overhead
+    }
+    used += (current.length === 0 ? 0 : 1) + size
+    current.push(fitted)
+  }
+  if (current.length > 0) out.push([{ _tag: "Delta", text: "", logprobs: current }, used])
+  return out
+}
+
 /**
  * An event too big for one message, as events that fit (with their sizes):
- * text cut, an error message shortened, a Complete refused.
+ * text cut (its logprob entries sent ahead of it), an error message shortened, a Complete refused.
  */
 const fitEvent = (
   event: RunEvent,
@@ -310,7 +343,10 @@ const fitEvent = (
     case "ReasoningDelta": {
       const tag = event._tag
       const overhead = byteLength({ _tag: tag, text: "" })
-      return cut(event.text, room - overhead).map((p) => [{ _tag: tag, text: p.text }, overhead + p.bytes] as const)
+      const pieces = cut(event.text, room - overhead).map((p) => [{ _tag: tag, text: p.text }, overhead + p.bytes] as const)
+      return event._tag === "Delta" && event.logprobs !== undefined && event.logprobs.length > 0
+        ? [...fitLogprobs(event.logprobs, room), ...pieces]
+        : pieces
     }
     case "Failed":
     case "Cancelled": {
