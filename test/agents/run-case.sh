@@ -12,7 +12,8 @@
 #
 # OUT gets: edge.json (the edge's config), edge.stdout / edge.stderr (its JSON log lines), upstream.jsonl (every
 # request the upstream got and what it answered), dns.jsonl (every name looked up: dnslog.mjs answers NXDOMAIN),
-# stdout / stderr of the agent, rc (`rc=<agent exit> ms=<agent wall ms> edge_ready_ms=<edge start to /healthz>`),
+# auth (`wrong_key=<status> no_key=<status>`: two requests to the agent's route before it runs, with a wrong key
+# and with none, and auth-wrong.json / auth-none.json, their bodies), stdout / stderr of the agent, rc (`rc=<agent exit> ms=<agent wall ms> edge_ready_ms=<edge start to /healthz>`),
 # and the agent's home (codex-home/ or home/) and cwd (work/).
 # rc 0 is the agent's; 90 means the edge or the upstream never became ready (the agent did not run).
 #
@@ -47,8 +48,14 @@ bin="$(case $AGENT in codex) echo "$CODEX_BIN" ;; claude) echo "$CLAUDE_BIN" ;; 
 
 rm -rf "$OUT" && mkdir -p "$OUT/work"
 
-# The agent asks for its own model names; the edge answers them all with one model.
+# The agent asks for its own model names (Claude Code also has a small/fast model); the edge answers them all with
+# one model.
 tools=$([ "$STYLE" = markup ] && echo text || echo native)
+aliases=""
+for name in "$CODEX_MODEL" "$CLAUDE_MODEL" claude-sonnet-4-5 claude-haiku-4-5 claude-haiku-4-5-20251001 claude-3-5-haiku-20241022; do
+  [ "$name" = local-coder ] || case " $aliases " in *" \"$name\","*) ;; *) aliases="$aliases \"$name\"," ;; esac
+done
+aliases="[${aliases%,} ]"
 cat >"$OUT/edge.json" <<EOF
 {
   "server": {
@@ -61,7 +68,7 @@ cat >"$OUT/edge.json" <<EOF
   "models": [
     {
       "id": "local-coder",
-      "aliases": ["$CODEX_MODEL", "$CLAUDE_MODEL", "claude-haiku-4-5", "claude-haiku-4-5-20251001", "claude-3-5-haiku-20241022"],
+      "aliases": $aliases,
       "provider": { "type": "openai", "baseUrl": "http://127.0.0.1:$UPSTREAM_PORT/v1", "model": "fake-coder" },
       "tools": "$tools",
       "toolFormats": ["xml"]
@@ -145,6 +152,16 @@ exec unshare -n -m bash -c '
     echo "edge or upstream not ready after ${edge_ready_ms} ms (edge alive: $(kill -0 $edge 2>/dev/null && echo yes || echo no))" >"$OUT/stderr"
     exit 90
   fi
+  # The edge checks keys: a wrong key and no key are refused (401) on the route the agent uses, before it runs.
+  case $AGENT in
+    codex) route=/v1/responses; wrong="authorization: Bearer sk-wrong" ;;
+    claude) route=/v1/messages; wrong="x-api-key: sk-wrong" ;;
+    *) route=/v1/chat/completions; wrong="authorization: Bearer sk-wrong" ;;
+  esac
+  probe() { curl -s -m 5 -o "$OUT/auth-$1.json" -w "%{http_code}" -H "content-type: application/json" "${@:2}" \
+    -d "{\"model\":\"local-coder\",\"max_tokens\":16,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"input\":\"hi\"}" \
+    "http://127.0.0.1:$EDGE_PORT$route"; }
+  echo "wrong_key=$(probe wrong -H "$wrong") no_key=$(probe none)" >"$OUT/auth"
   cd "$OUT/work"
   start=$(date +%s%N)
   if [ "$AGENT" = codex ]; then
