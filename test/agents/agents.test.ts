@@ -147,7 +147,7 @@ describe("coding agents through the edge, offline", () => {
       results.push(entry)
       const why = context(run.out)
       expect(run.killed, `killed after ${CASE_KILL_MS} ms\n${why}`).toBe(false)
-      expect(run.exit, `run-case.sh exit (90: the edge never got ready)\n${why}`).toBe(0)
+      expect(run.exit, `${name}: exit ${run.exit} (${run.exit === 90 ? "the edge never got ready" : "the agent's"})\n${why}`).toBe(0)
       expect(run.rc, why).toBe(0)
       expect(read(join(run.out, "stdout")), why).toContain(ANSWER)
 
