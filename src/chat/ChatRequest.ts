@@ -14,4 +14,10 @@ export interface ChatRequest {
   readonly tools: ReadonlyArray<RequestTool>
   readonly toolChoice: ToolChoiceMode
   readonly includeUsage: boolean
+  /**
+   * What the dialect's translator accepted but did not forward, by request field, as comma-separated types
+   * (Responses: tool types such as `web_search`, input item types such as `web_search_call`). Logged once per
+   * request at debug by the Responder: not an error, but worth seeing when a client's tools do nothing.
+   */
+  readonly notForwarded?: Readonly<Record<string, string>>
 }

@@ -1,14 +1,15 @@
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { randomInt } from "node:crypto"
 import { Metrics, type Outcome } from "../observability/Metrics.js"
 import type { RunError, SubmitError } from "../run/errors.js"
 import type { RunEvent } from "../run/RunEvent.js"
+import type { RunRead } from "../run/RunChannel.js"
 import type { RunDispatch } from "../run/RunService.js"
 import { RunService } from "../run/RunService.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
@@ -33,6 +34,12 @@ export interface ChatRun {
    * after it, `undefined`.
    */
   readonly next: Effect.Effect<ReadonlyArray<Session.Emission> | undefined>
+  /**
+   * `next` without waiting, for a response body written from callbacks: the emissions of what arrived,
+   * `"pending"` while nothing has (`onReady` calls back once something did), `"ended"` after the terminal.
+   */
+  readonly poll: () => ReadonlyArray<Session.Emission> | "pending" | "ended"
+  readonly onReady: (wake: () => void) => void
 }
 
 /** A run collected to its end. */
@@ -249,21 +256,30 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
         }
 
         // Trace mode logs every delta as it came; otherwise what arrived together is folded as one text.
-        const inputsOf = (events: Chunk.Chunk<RunEvent>): ReadonlyArray<Session.SessionInput> =>
-          trace === undefined ? Session.coalesce(Chunk.toReadonlyArray(events)) : Chunk.toReadonlyArray(events)
-        const pull: Effect.Effect<ReadonlyArray<Session.Emission>> = Effect.matchEffect(handle.take, {
-          onSuccess: ([events, done]) =>
-            Effect.sync(() => {
-              const arrivedAt = performance.now()
-              const out = fold(inputsOf(events), arrivedAt)
-              // Events that ended without a terminal: the session says so (it owns "exactly one terminal").
-              return done && session._tag === "Open" ? [...out, ...fold([Session.END], arrivedAt)] : out
-            }),
-          onFailure: (error) => Effect.sync(() => fold([Session.outcome(runOutcome(error))], performance.now()))
-        })
+        const inputsOf = (events: ReadonlyArray<RunEvent>): ReadonlyArray<Session.SessionInput> =>
+          trace === undefined ? Session.coalesce(events) : events
+        const foldRead = (read: RunRead): ReadonlyArray<Session.Emission> => {
+          const arrivedAt = performance.now()
+          if (read._tag === "Failed") return fold([Session.outcome(runOutcome(read.error))], arrivedAt)
+          const out = fold(inputsOf(read.events), arrivedAt)
+          // Events that ended without a terminal: the session says so (it owns "exactly one terminal").
+          return read.done && session._tag === "Open" ? [...out, ...fold([Session.END], arrivedAt)] : out
+        }
+        // Trace lines are logged on the caller's runtime (its loggers and annotations), also from `poll`.
+        const runtime = yield* Effect.runtime<never>()
+        const flushTrace = trace === undefined ? undefined : Runtime.runSync(runtime)
+        const poll = (): ReadonlyArray<Session.Emission> | "pending" | "ended" => {
+          if (session._tag === "Closed") return "ended"
+          const read = handle.read()
+          if (read === undefined) return "pending"
+          const out = foldRead(read)
+          if (flushTrace !== undefined && trace !== undefined) flushTrace(trace.flush)
+          return out
+        }
+        const pull = Effect.map(handle.take, foldRead)
         const step = trace === undefined ? pull : Effect.tap(pull, () => trace.flush)
         const next = Effect.suspend(() => (session._tag === "Closed" ? Effect.succeed(undefined) : step))
-        return { dispatch: handle.dispatch, next } satisfies ChatRun
+        return { dispatch: handle.dispatch, next, poll, onReady: handle.onReadable } satisfies ChatRun
       })
 
     const open = (request: ChatRequest) => openAttempt(request, request.submit, 1)

@@ -27,6 +27,8 @@ export interface ChatRequestParts {
   readonly stream: boolean
   readonly includeUsage: boolean
   readonly reasoning: ReasoningRequest
+  /** What the translator did not forward, by request field (e.g. `tools: "namespace,web_search"`): see `ChatRequest`. */
+  readonly notForwarded?: Readonly<Record<string, string>>
   /** Where each tool's schema and the tool choice sit in the caller's request, for error messages. */
   readonly params: {
     readonly toolSchema: (index: number) => string
@@ -88,6 +90,7 @@ export const buildChatRequest = (
     includeUsage: parts.includeUsage,
     tools,
     toolChoice: toolChoiceMode(choice),
-    policy: outputPolicy(parts.model, { ...parts.reasoning, toolNames: tools.map((t) => t.name) })
+    policy: outputPolicy(parts.model, { ...parts.reasoning, toolNames: tools.map((t) => t.name) }),
+    ...(parts.notForwarded !== undefined ? { notForwarded: parts.notForwarded } : {})
   })
 }

@@ -1,19 +1,19 @@
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
+import { Readable } from "node:stream"
 import type { ChatRequest } from "../chat/ChatRequest.js"
 import { Chat, outcomeOf } from "../chat/ChatRun.js"
 import { type RunOutcomeError, RunFailed } from "../chat/errors.js"
-import type { Emission, Terminal } from "../chat/session.js"
+import { type Emission, isTerminal, type Terminal } from "../chat/session.js"
 import { onClose } from "../common/onClose.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { SubmitError } from "../run/errors.js"
 import type { Rendered, RunInfo, StreamRenderer } from "./Dialect.js"
+import { SessionBody } from "./SessionBody.js"
 
 /**
  * The one response path of every dialect: a run's session, pulled batch by batch, written as it goes (live) or
@@ -23,7 +23,7 @@ import type { Rendered, RunInfo, StreamRenderer } from "./Dialect.js"
 export declare namespace Responder {
   export interface Service {
     /**
-     * The body of a streamed response. Nothing is written before the run's first batch: submission errors, and a
+     * The body of a streamed response (a Node `Readable`: written by the server with the socket's backpressure). Nothing is written before the run's first batch: submission errors, and a
      * run that fails before any output (an upstream rejection, a timeout with no event), fail here, to be answered
      * with their HTTP status; after that the body always ends with the renderer's terminal event. The run lives
      * in the caller's scope.
@@ -31,7 +31,7 @@ export declare namespace Responder {
     readonly stream: (
       request: ChatRequest,
       render: (run: RunInfo) => StreamRenderer
-    ) => Effect.Effect<Stream.Stream<Uint8Array>, SubmitError | RunOutcomeError, Scope.Scope>
+    ) => Effect.Effect<Readable, SubmitError | RunOutcomeError, Scope.Scope>
     /** Runs to the end (with strict retries) and returns the rendered non-stream body. */
     readonly complete: (
       request: ChatRequest,
@@ -61,19 +61,25 @@ export const failureBeforeOutput = (out: ReadonlyArray<Emission>): RunOutcomeErr
   }
 }
 
-const encoder = new TextEncoder()
-const bytes = (text: string): Chunk.Chunk<Uint8Array> => Chunk.of(encoder.encode(text))
-
 const createdNow = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
 export const make = Effect.gen(function* () {
   const chat = yield* Chat
   const metrics = yield* Metrics
 
-  /** Counts the response (stream or not) by its outcome once it is over, whatever ended it. */
+  /**
+   * Counts the response (stream or not) by its outcome once it is over, whatever ended it; logs, once, what the
+   * request carried that its dialect did not forward.
+   */
   const track = (request: ChatRequest, stream: boolean) =>
     Effect.gen(function* () {
       let terminal: Terminal | undefined
+      const notForwarded = request.notForwarded
+      if (notForwarded !== undefined) {
+        const annotations: Record<string, string> = {}
+        for (const [field, types] of Object.entries(notForwarded)) annotations[`not_forwarded_${field}`] = types
+        yield* Effect.logDebug("request parts not forwarded").pipe(Effect.annotateLogs(annotations))
+      }
       if (stream) {
         yield* metrics.streamOpened
         yield* onClose(metrics.streamClosed)
@@ -86,54 +92,36 @@ export const make = Effect.gen(function* () {
       }
     })
 
-  /** Live: the session's batches rendered as they come, one socket write per pulled batch. */
+  /** Live: the session's batches rendered as they come, one socket write per batch (`SessionBody`). */
   const live = (request: ChatRequest, render: (run: RunInfo) => StreamRenderer, ended: (t: Terminal) => void) =>
     Effect.gen(function* () {
       const created = yield* createdNow
       const run = yield* chat.open(request)
-      let finished = false
-      // A defect (a bug) must not cut the stream short: it ends as one terminal error event.
-      const next = run.next.pipe(
-        Effect.catchAllDefect((defect) =>
-          Effect.logError("stream failed with a defect").pipe(
-            Effect.annotateLogs({ error: defect instanceof Error ? defect.message.slice(0, 500) : "defect" }),
-            Effect.as([{ _tag: "Error", error: new RunFailed({ reason: "internal error" }) }] as const)
-          )
-        )
-      )
+      const runtime = yield* Effect.runtime<never>()
       const noteTerminal = (out: ReadonlyArray<Emission>): void => {
         const last = out[out.length - 1]
-        if (last !== undefined && (last._tag === "Finish" || last._tag === "Error")) {
-          finished = true
-          ended(last)
-        }
+        if (last !== undefined && isTerminal(last)) ended(last)
       }
       // Nothing is written before the run's first batch: a run that failed before any output (an upstream
       // rejection, an idle timeout) is still an HTTP error; otherwise the stream's head goes out with that batch.
-      const first = yield* next
+      const first = yield* run.next
       const failure = first === undefined ? undefined : failureBeforeOutput(first)
       if (first !== undefined) noteTerminal(first)
       if (failure !== undefined) return yield* Effect.fail(failure)
       const renderer = render({ runId: run.dispatch.runId, created })
-      let pending: Chunk.Chunk<Uint8Array> | undefined = bytes(
-        renderer.head + (first === undefined ? "" : renderer.batch(first))
-      )
-      // One pull per batch, each rendered into one write.
-      const pull: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> = Effect.suspend(() => {
-        if (pending !== undefined) {
-          const out = pending
-          pending = undefined
-          return Effect.succeed(out)
-        }
-        if (finished) return Effect.fail(Option.none())
-        return Effect.flatMap(next, (out) => {
-          if (out === undefined) return Effect.fail(Option.none())
-          noteTerminal(out)
-          const text = renderer.batch(out)
-          return Effect.succeed(text === "" ? Chunk.empty() : bytes(text))
-        })
-      })
-      return Stream.repeatEffectChunkOption(pull)
+      // A defect (a bug) must not cut the stream short: it ends as one terminal error event.
+      const onDefect = (defect: unknown): string => {
+        Runtime.runSync(runtime)(
+          Effect.logError("stream failed with a defect").pipe(
+            Effect.annotateLogs({ error: defect instanceof Error ? defect.message.slice(0, 500) : "defect" })
+          )
+        )
+        const error: Terminal = { _tag: "Error", error: new RunFailed({ reason: "internal error" }) }
+        ended(error)
+        return renderer.batch([error])
+      }
+      const head = renderer.head + (first === undefined ? "" : renderer.batch(first))
+      return new SessionBody({ run, render: renderer.batch, onBatch: noteTerminal, onDefect }, head)
     })
 
   /** Strict stream buffer: collected and validated (maybe replayed) before the first byte is written. */
@@ -150,7 +138,7 @@ export const make = Effect.gen(function* () {
       const text = result.terminal._tag === "Error"
         ? renderer.head + renderer.batch([result.terminal])
         : renderer.head + renderer.batch(result.emissions)
-      return Stream.fromChunk(bytes(text))
+      return Readable.from([Buffer.from(text)], { objectMode: false })
     })
 
   const stream: Responder.Service["stream"] = (request, render) =>

@@ -4,6 +4,10 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as ChatCompletions from "../dialects/chat-completions/ChatCompletions.js"
+import * as Responses from "../dialects/responses/Responses.js"
+import * as Messages from "../dialects/messages/Messages.js"
+import { estimateInputTokens } from "../dialects/messages/countTokens.js"
+import { decodeCountTokens } from "../dialects/messages/request.js"
 import { EdgeConfig, findModel } from "../config/EdgeConfig.js"
 import { DEFAULT_MAX_TOOL_SCHEMA_BYTES } from "../chat/buildChatRequest.js"
 import type { Dialect, EdgeError, ErrorAnswer } from "../dialects/Dialect.js"
@@ -144,27 +148,47 @@ export const makeRoutes = Effect.gen(function* () {
           return HttpServerResponse.unsafeJson(body)
         }
         const body = yield* responder.stream(request, (run) => dialect.streamRenderer(wire, request, run))
-        return HttpServerResponse.stream(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
+        return HttpServerResponse.raw(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
       })
     )
 
-  const models = answerErrors(
-    toHttpError,
+  /** Anthropic's clients send `anthropic-version` on every request: they get Anthropic's shapes. */
+  const isAnthropic = Effect.map(HttpServerRequest.HttpServerRequest, (r) => r.headers["anthropic-version"] !== undefined)
+
+  const models = Effect.flatMap(isAnthropic, (anthropic) =>
+    answerErrors(
+      anthropic ? Messages.dialect.error : toHttpError,
+      Effect.gen(function* () {
+        const check = yield* guard
+        const remote = Array.from((yield* discovery.announcedModels).values()).flat()
+        const names = new Set<string>()
+        for (const m of [...config.models, ...remote]) {
+          if (!allows(check, m.id)) continue
+          names.add(m.id)
+          for (const alias of m.aliases) names.add(alias)
+        }
+        if (anthropic) return HttpServerResponse.unsafeJson(Messages.modelList(Array.from(names)))
+        return HttpServerResponse.unsafeJson({
+          object: "list",
+          data: Array.from(names, (id) => ({ id, object: "model", created: 0, owned_by: "iop" }))
+        })
+      })
+    ))
+
+  /** `POST /v1/messages/count_tokens`: an estimate (`estimateInputTokens`), behind the same guard; no run. */
+  const countTokens = answerErrors(
+    Messages.dialect.error,
     Effect.gen(function* () {
       const check = yield* guard
-      const remote = Array.from((yield* discovery.announcedModels).values()).flat()
-      const names = new Set<string>()
-      for (const m of [...config.models, ...remote]) {
-        if (!allows(check, m.id)) continue
-        names.add(m.id)
-        for (const alias of m.aliases) names.add(alias)
-      }
-      return HttpServerResponse.unsafeJson({
-        object: "list",
-        data: Array.from(names, (id) => ({ id, object: "model", created: 0, owned_by: "iop" }))
-      })
+      const wire = yield* decodeCountTokens(yield* readBody(config.server.maxBodyBytes))
+      const model = yield* resolveModel(wire.model)
+      if (!allows(check, model.id, wire.model)) return yield* Effect.fail(new ModelNotFound({ model: wire.model }))
+      return HttpServerResponse.unsafeJson({ input_tokens: estimateInputTokens(wire) })
     })
   )
+
+  /** `HEAD /` and `GET /`: Claude Code probes its base URL (without a key) before it starts. */
+  const root = Effect.succeed(HttpServerResponse.empty({ status: 200 }))
 
   const health = lifecycle.serving.pipe(
     Effect.map((ok) =>
@@ -180,11 +204,17 @@ export const makeRoutes = Effect.gen(function* () {
 
   const notFound = Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    return errorResponse(new RouteNotFound({ method: request.method, path: request.url }))
+    const error = new RouteNotFound({ method: request.method, path: request.url })
+    return (yield* isAnthropic) ? answer(Messages.dialect.error(error)) : errorResponse(error)
   })
 
   return HttpRouter.empty.pipe(
     HttpRouter.post("/v1/chat/completions", serve(ChatCompletions.dialect)),
+    HttpRouter.post("/v1/responses", serve(Responses.dialect)),
+    HttpRouter.post("/v1/messages", serve(Messages.dialect)),
+    HttpRouter.post("/v1/messages/count_tokens", countTokens),
+    HttpRouter.head("/", root),
+    HttpRouter.get("/", root),
     HttpRouter.get("/v1/models", models),
     HttpRouter.get("/healthz", health),
     HttpRouter.get("/metrics", metricsText),

@@ -1,18 +1,15 @@
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Mailbox from "effect/Mailbox"
-import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
+import type * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import { NodeDisconnected, type NodeUnavailable, RunCancelled, type RunError, RunIdle, type SubmitError } from "./errors.js"
 import { type NodeLease, NodeRegistry } from "./NodeRegistry.js"
-import { RunChannel } from "./RunChannel.js"
+import { RunChannel, type RunRead } from "./RunChannel.js"
 import { type NodeId, type RunEvent, RunId } from "./RunEvent.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
 import * as Watchdog from "./Watchdog.js"
@@ -34,14 +31,27 @@ export interface RunDispatch {
 export interface RunHandle {
   readonly dispatch: RunDispatch
   /**
-   * Everything that arrived since the last take (waiting while nothing
-   * has), and whether the events ended. Fails when the run ended other than
-   * by its own events: node lost, idle timeout, cancelled, broken transport.
+   * Everything that arrived since the last read, and whether the events
+   * ended; or the outcome that ended the run other than by its own events
+   * (node lost, idle timeout, cancelled, broken transport). `undefined` while
+   * nothing arrived: `onReadable` calls back once something did.
    */
-  readonly take: Effect.Effect<readonly [Chunk.Chunk<RunEvent>, boolean], RunError>
+  readonly read: () => RunRead | undefined
+  readonly onReadable: (wake: () => void) => void
+  /** `read` as an Effect that waits while nothing arrived. */
+  readonly take: Effect.Effect<RunRead>
   /** The same events as a Stream, for callers that want one. */
   readonly events: Stream.Stream<RunEvent, RunError>
 }
+
+/** A started run's handle over its channel. */
+export const handleOf = (dispatch: RunDispatch, channel: RunChannel): RunHandle => ({
+  dispatch,
+  read: channel.read,
+  onReadable: channel.onReadable,
+  take: channel.take,
+  events: channel.events
+})
 
 export declare namespace RunService {
   export interface Service {
@@ -127,7 +137,7 @@ export const make = (
     const submit = Effect.fn("RunService.submit")(function* (request: SubmitRunRequest) {
       const runScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
       const runId = newRunId()
-      const channel = new RunChannel(yield* Mailbox.make<RunEvent, RunError>(), now)
+      const channel = new RunChannel(now)
       const lease: NodeLease = yield* dispatch(runScope, runId, request, channel).pipe(
         Effect.onError(() => Scope.close(runScope, Exit.void))
       )
@@ -145,8 +155,7 @@ export const make = (
         Scope.extend(runScope)
       )
       yield* Effect.annotateCurrentSpan({ runId, nodeId, model: request.model })
-      const take = Effect.tap(channel.mailbox.takeAll, channel.pulled)
-      return { dispatch: { runId, nodeId, model: request.model }, take, events: eventsOf(take) } satisfies RunHandle
+      return handleOf({ runId, nodeId, model: request.model }, channel)
     })
 
     const cancelAll = (reason: string, timeout: Duration.DurationInput = Duration.seconds(1)) =>
@@ -166,16 +175,6 @@ export const make = (
 
     return { submit, cancelAll, activeRuns: Effect.sync(() => active.size) }
   })
-
-const eventsOf = (take: RunHandle["take"]): Stream.Stream<RunEvent, RunError> =>
-  Stream.repeatEffectChunkOption(
-    take.pipe(
-      Effect.mapError(Option.some),
-      Effect.flatMap(([events, done]) =>
-        done && Chunk.isEmpty(events) ? Effect.fail(Option.none()) : Effect.succeed(events)
-      )
-    )
-  )
 
 export const layer = (options: RunServiceOptions): Layer.Layer<RunService, never, NodeRegistry> =>
   Layer.scoped(RunService, make(options))

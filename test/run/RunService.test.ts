@@ -92,11 +92,11 @@ describe("RunService", () => {
       const node = scriptedNode("a", ["m"], Stream.make(RunEvent.delta("x")).pipe(Stream.concat(Stream.never)))
       yield* registry.register(node.connection).pipe(Scope.extend(nodeScope))
       const handle = yield* runs.submit(request("m"))
-      const [first] = yield* handle.take
-      expect(Chunk.toReadonlyArray(first)).toEqual([RunEvent.delta("x")])
+      const first = yield* handle.take
+      expect(first).toEqual({ _tag: "Events", events: [RunEvent.delta("x")], done: false })
       yield* Scope.close(nodeScope, Exit.void)
-      const result = yield* Effect.either(handle.take)
-      expect(Either.isLeft(result) && result.left._tag).toBe("NodeDisconnected")
+      const result = yield* handle.take
+      expect(result._tag === "Failed" && result.error._tag).toBe("NodeDisconnected")
       const afterwards = yield* Effect.either(Effect.scoped(runs.submit(request("m"))))
       expect(Either.isLeft(afterwards) && afterwards.left._tag).toBe("NoNodeForModel")
     }).pipe(Effect.provide(RunPlane))

@@ -1,12 +1,12 @@
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Mailbox from "effect/Mailbox"
-import * as Option from "effect/Option"
+import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import type { RunError, SubmitError } from "../../src/run/errors.js"
 import { NodeId, type RunEvent, RunId } from "../../src/run/RunEvent.js"
-import { RunService } from "../../src/run/RunService.js"
+import { RunChannel } from "../../src/run/RunChannel.js"
+import { handleOf, RunService } from "../../src/run/RunService.js"
 import type { SubmitRunRequest } from "../../src/run/SubmitRunRequest.js"
 
 /** What a scripted run does: its events, or a submission error. */
@@ -47,21 +47,30 @@ export const scriptedRuns = (scripts: ReadonlyArray<Script>): ScriptedRuns => {
       if (script._tag === "Refuse") return yield* Effect.fail(script.error)
       const runId = RunId.make(`run_scripted${n + 1}`)
       yield* Effect.addFinalizer(() => Effect.sync(() => released.push(runId)))
-      const mailbox = yield* Mailbox.make<RunEvent, RunError>()
+      const channel = new RunChannel(() => Date.now())
+      // A script that dies stands for a bug below the session: the reader's next read throws it.
+      let defect: { readonly error: unknown } | undefined
       yield* script.events.pipe(
-        Stream.runForEachChunk((chunk) => Effect.sync(() => mailbox.unsafeOfferAll(chunk))),
-        Effect.onExit((exit) => Effect.sync(() => mailbox.unsafeDone(exit))),
+        Stream.runForEachChunk((chunk) => Effect.sync(() => channel.emit(Chunk.toReadonlyArray(chunk)))),
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            if (Exit.isSuccess(exit)) channel.end()
+            else if (exit.cause._tag === "Fail") channel.fail(exit.cause.error)
+            else if (exit.cause._tag === "Die") {
+              defect = { error: exit.cause.defect }
+              channel.end()
+            }
+          })
+        ),
         Effect.onInterrupt(() => Effect.sync(() => cancelled.push(runId))),
         Effect.forkScoped
       )
-      const take = mailbox.takeAll
-      const events = Stream.repeatEffectChunkOption(
-        take.pipe(
-          Effect.mapError(Option.some),
-          Effect.flatMap(([chunk, done]) => (done && Chunk.isEmpty(chunk) ? Effect.fail(Option.none()) : Effect.succeed(chunk)))
-        )
-      )
-      return { dispatch: { runId, nodeId: NodeId.make("scripted"), model: request.model }, take, events }
+      const handle = handleOf({ runId, nodeId: NodeId.make("scripted"), model: request.model }, channel)
+      const read = () => {
+        if (defect !== undefined) throw defect.error
+        return channel.read()
+      }
+      return { ...handle, read, take: Effect.flatMap(handle.take, (r) => (defect === undefined ? Effect.succeed(r) : Effect.die(defect.error))) }
     })
   return {
     layer: Layer.succeed(RunService, {

@@ -2,7 +2,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import type * as Stream from "effect/Stream"
+import * as Stream from "effect/Stream"
+import * as NodeStream from "@effect/platform-node/NodeStream"
 import type { ChatRequest } from "../../chat/ChatRequest.js"
 import type { RunOutcomeError } from "../../chat/errors.js"
 import type { SubmitError } from "../../run/errors.js"
@@ -52,7 +53,10 @@ export class ChatCompletions extends Context.Tag("@iop/edge/ChatCompletions")<
 
 export const make = Effect.map(Responder, (responder): ChatCompletions.Service => ({
   stream: (request) =>
-    responder.stream(request, (run) => Render.chunkRenderer(context(request, request.submit.model, run))),
+    responder.stream(request, (run) => Render.chunkRenderer(context(request, request.submit.model, run))).pipe(
+      // The body never fails (a defect ends it with its error event); a broken pipe here is a bug.
+      Effect.map((body) => NodeStream.fromReadable(() => body, (e) => e).pipe(Stream.orDie))
+    ),
   complete: (request) =>
     responder.complete(request, (run, emissions) =>
       Render.completion(context(request, request.submit.model, run), emissions))

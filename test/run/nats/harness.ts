@@ -21,6 +21,7 @@ import type { SubmitRunRequest } from "../../../src/run/SubmitRunRequest.js"
 import * as EdgeTransport from "../../../src/run/transport/nats/EdgeTransport.js"
 import * as NatsBus from "../../../src/run/transport/nats/NatsBus.js"
 import * as NodeServer from "../../../src/run/transport/nats/NodeServer.js"
+import { decodeRunEvents } from "../../../src/run/transport/nats/eventsWire.js"
 import * as P from "../../../src/run/transport/nats/protocol.js"
 
 export const NODE_TIMEOUT_MS = 600
@@ -201,7 +202,7 @@ export const spyEvents = (conn: NatsBus.NatsConnection.Service, edgeId: string) 
     const messages: Array<{ readonly bytes: number; readonly batch: ReadonlyArray<RunEvent.RunEvent> }> = []
     const subject = P.subjects(conn.subjectPrefix).events(edgeId, "*", "*")
     yield* conn.subscribeCallback(subject, (msg: Msg) => {
-      const decoded = P.decode.runEvents(msg.data)
+      const decoded = decodeRunEvents(msg.data)
       messages.push({ bytes: msg.data.length, batch: decoded._tag === "Ok" ? decoded.value.events : [] })
     }, () => {}).pipe(Effect.orDie)
     // The server has the interest before anything is published.

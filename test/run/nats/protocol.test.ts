@@ -1,11 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Either from "effect/Either"
+import * as Arbitrary from "effect/Arbitrary"
 import * as FastCheck from "effect/FastCheck"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { ModelConfig } from "../../../src/config/EdgeConfig.js"
 import * as RunEvent from "../../../src/run/RunEvent.js"
 import { NodeId, RunId } from "../../../src/run/RunEvent.js"
+import { decodeRunEvents, encodeRunEvents } from "../../../src/run/transport/nats/eventsWire.js"
 import * as P from "../../../src/run/transport/nats/protocol.js"
 import { echoModel, request } from "./harness.js"
 
@@ -60,7 +62,7 @@ describe("protocol", () => {
     const batches = [events, [], events.slice(0, 1)]
     batches.forEach((batch, seq) => {
       const msg: P.RunEventsMsg = { v: P.PROTOCOL_VERSION, runId, seq, events: batch }
-      expect(roundTrip(P.encode.runEvents, P.decode.runEvents, msg)).toEqual({ _tag: "Ok", value: msg })
+      expect(decodeRunEvents(encodeRunEvents(msg))).toEqual({ _tag: "Ok", value: msg })
     })
     const replies: ReadonlyArray<P.RunReply> = [
       { _tag: "RunAccepted", v: P.PROTOCOL_VERSION },
@@ -75,15 +77,52 @@ describe("protocol", () => {
     expect(roundTrip(P.encode.leave, P.decode.leave, leave)).toEqual({ _tag: "Ok", value: leave })
   })
 
+  it("the hot-path run-events codec agrees with the RunEventsMsg schema: valid messages round-trip, broken ones are refused by both", () => {
+    const decodeSchema = Schema.decodeUnknownEither(P.RunEventsMsg)
+    FastCheck.assert(
+      FastCheck.property(Arbitrary.make(P.RunEventsMsg), (msg) => {
+        // What the wire carries is JSON (-0 is 0, NaN is null): both decoders read the same bytes alike.
+        const data = encodeRunEvents(msg)
+        const bySchema = decodeSchema(JSON.parse(new TextDecoder().decode(data)))
+        const fast = decodeRunEvents(data)
+        if (Either.isRight(bySchema)) expect(fast).toEqual({ _tag: "Ok", value: bySchema.right })
+        else expect(fast._tag).toBe("Invalid")
+      }),
+      { numRuns: 300 }
+    )
+    // Messages with one field broken: whatever the schema refuses, the fast decoder refuses.
+    const breakings: ReadonlyArray<(m: Record<string, unknown>) => unknown> = [
+      (m) => ({ ...m, seq: -1 }),
+      (m) => ({ ...m, seq: 1.5 }),
+      (m) => ({ ...m, runId: 7 }),
+      (m) => ({ ...m, events: "x" }),
+      (m) => ({ ...m, events: [{ _tag: "Delta" }] }),
+      (m) => ({ ...m, events: [{ _tag: "Complete", finishReason: "stop", toolCalls: [{ name: 1, arguments: "" }], metadata: {} }] }),
+      (m) => ({ ...m, events: [{ _tag: "Complete", finishReason: "stop", toolCalls: [], metadata: { k: 1 } }] }),
+      (m) => ({ ...m, events: [{ _tag: "Complete", finishReason: "stop", toolCalls: [], metadata: {}, usage: { inputTokens: 1 } }] }),
+      (m) => ({ ...m, events: [{ _tag: "Failed", message: "x", upstream: { status: "400", message: "m" } }] }),
+      (m) => ({ ...m, events: [{ _tag: "Cancelled" }] }),
+      (m) => ({ ...m, events: [null] })
+    ]
+    FastCheck.assert(
+      FastCheck.property(Arbitrary.make(P.RunEventsMsg), FastCheck.nat(breakings.length - 1), (msg, i) => {
+        const broken = breakings[i]?.({ ...msg })
+        expect(Either.isLeft(decodeSchema(broken))).toBe(true)
+        expect(decodeRunEvents(bytes(broken))._tag).toBe("Invalid")
+      }),
+      { numRuns: 300 }
+    )
+  })
+
   it("another protocol version is rejected whole, not half-read", () => {
     const msg = { runId: "r", seq: 0, events: [{ _tag: "Delta", text: "x" }] }
     expect(P.PROTOCOL_VERSION).toBe(2)
-    expect(P.decode.runEvents(bytes({ ...msg, v: 3 }))).toEqual({ _tag: "UnsupportedVersion", version: 3 })
-    expect(P.decode.runEvents(bytes(msg))).toEqual({ _tag: "UnsupportedVersion", version: undefined })
-    expect(P.decode.runEvents(bytes({ ...msg, v: "2" }))._tag).toBe("UnsupportedVersion")
-    expect(P.decode.runEvents(bytes({ ...msg, v: 2 }))._tag).toBe("Ok")
+    expect(decodeRunEvents(bytes({ ...msg, v: 3 }))).toEqual({ _tag: "UnsupportedVersion", version: 3 })
+    expect(decodeRunEvents(bytes(msg))).toEqual({ _tag: "UnsupportedVersion", version: undefined })
+    expect(decodeRunEvents(bytes({ ...msg, v: "2" }))._tag).toBe("UnsupportedVersion")
+    expect(decodeRunEvents(bytes({ ...msg, v: 2 }))._tag).toBe("Ok")
     // A version 1 node's one-event message, and a version 1 edge's RunStart, are refused as such.
-    const v1 = P.decode.runEvents(bytes({ v: 1, runId: "r", seq: 0, event: { _tag: "Delta", text: "x" } }))
+    const v1 = decodeRunEvents(bytes({ v: 1, runId: "r", seq: 0, event: { _tag: "Delta", text: "x" } }))
     expect(v1).toEqual({ _tag: "UnsupportedVersion", version: 1 })
     expect(v1._tag !== "Ok" && P.describeRejection(v1)).toBe("unsupported protocol version 1")
     const start = P.decode.runStart(bytes({ v: 1, runId: "r", edgeId: "e", request: request("hi"), eventsSubject: "s" }))
@@ -92,15 +131,15 @@ describe("protocol", () => {
 
   it("a message failing its schema is Invalid and names the field", () => {
     const v = P.PROTOCOL_VERSION
-    const bad = P.decode.runEvents(bytes({ v, runId: "r", seq: -1, events: [{ _tag: "Delta", text: "x" }] }))
+    const bad = decodeRunEvents(bytes({ v, runId: "r", seq: -1, events: [{ _tag: "Delta", text: "x" }] }))
     expect(bad._tag).toBe("Invalid")
     expect(bad._tag === "Invalid" && bad.message).toMatch(/^seq/)
-    const badEvent = P.decode.runEvents(bytes({ v, runId: "r", seq: 0, events: [{ _tag: "Delta", text: "x" }, { _tag: "Nope" }] }))
+    const badEvent = decodeRunEvents(bytes({ v, runId: "r", seq: 0, events: [{ _tag: "Delta", text: "x" }, { _tag: "Nope" }] }))
     expect(badEvent._tag).toBe("Invalid")
     expect(badEvent._tag === "Invalid" && badEvent.message).toMatch(/^events\[1\]/)
-    expect(P.decode.runEvents(bytes({ v, runId: "r", seq: 0, event: { _tag: "Delta", text: "x" } }))._tag).toBe("Invalid")
-    expect(P.decode.runEvents(new TextEncoder().encode("{not json"))._tag).toBe("Invalid")
-    expect(P.decode.runEvents(new Uint8Array([0xff, 0xfe]))._tag).toBe("Invalid")
+    expect(decodeRunEvents(bytes({ v, runId: "r", seq: 0, event: { _tag: "Delta", text: "x" } }))._tag).toBe("Invalid")
+    expect(decodeRunEvents(new TextEncoder().encode("{not json"))._tag).toBe("Invalid")
+    expect(decodeRunEvents(new Uint8Array([0xff, 0xfe]))._tag).toBe("Invalid")
   })
 
   it("announced models carry no upstream secrets", () => {
@@ -163,7 +202,7 @@ describe("sequence check", () => {
 describe("fitting a batch into messages", () => {
   const utf8 = (s: string) => Buffer.byteLength(s, "utf8")
   const envelope = (events: ReadonlyArray<RunEvent.RunEvent>) =>
-    Either.getOrThrow(P.encode.runEvents({ v: P.PROTOCOL_VERSION, runId, seq: 123_456_789, events }))
+    encodeRunEvents({ v: P.PROTOCOL_VERSION, runId, seq: 123_456_789, events })
   // Characters whose JSON costs differ: plain, escaped, control, 2- and 3-byte UTF-8, a pair, lone halves.
   const units = ["a", " ", "\"", "\\", "\n", "\u0001", "\u007f", "é", "€", "\u2028", "😀", "\ud800", "\udc00"]
   const text = FastCheck.array(FastCheck.constantFrom(...units), { maxLength: 400 }).map((cs) => cs.join(""))

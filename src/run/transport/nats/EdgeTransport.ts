@@ -24,6 +24,7 @@ import type { BusConfig } from "./BusConfig.js"
 import type { BusConnectFailed } from "./NatsBus.js"
 import * as NatsBus from "./NatsBus.js"
 import { NatsConnection } from "./NatsBus.js"
+import { decodeRunEvents } from "./eventsWire.js"
 import * as P from "./protocol.js"
 
 export { NodeUnavailable }
@@ -74,7 +75,7 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) =>
     }
     const onMessage = (msg: Msg) => {
       if (closed) return
-      const decoded = P.decode.runEvents(msg.data)
+      const decoded = decodeRunEvents(msg.data)
       if (decoded._tag !== "Ok") {
         return endWith(`node ${remote.nodeId} sent an unreadable event: ${P.describeRejection(decoded)}`)
       }

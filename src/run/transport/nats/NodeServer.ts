@@ -4,7 +4,6 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -23,6 +22,7 @@ import type { BusConfig, NodeSettings } from "./BusConfig.js"
 import type { BusConnectFailed } from "./NatsBus.js"
 import * as NatsBus from "./NatsBus.js"
 import { BusError, NatsConnection } from "./NatsBus.js"
+import { encodeRunEvents } from "./eventsWire.js"
 import * as P from "./protocol.js"
 
 export { NodeSettings } from "./BusConfig.js"
@@ -66,7 +66,7 @@ const makePublisher = (
   let ended = false
 
   const encode = (events: ReadonlyArray<RunEvent.RunEvent>) =>
-    P.encode.runEvents({ v: P.PROTOCOL_VERSION, runId: start.runId, seq, events })
+    encodeRunEvents({ v: P.PROTOCOL_VERSION, runId: start.runId, seq, events })
 
   const send = (data: Uint8Array): BusError | undefined => {
     const error = bus.unsafePublish(start.eventsSubject, data)
@@ -74,28 +74,16 @@ const makePublisher = (
     return error
   }
 
-  /** A provider emitted an event the wire cannot carry: the edge hears why rather than nothing (the run ends). */
-  const unsendable = (reason: string): BusError | true => {
-    const data = encode([RunEvent.failed(`the node cannot send the run's events: ${reason}`)])
-    if (Either.isLeft(data)) {
-      return new BusError({ operation: "encode", subject: start.eventsSubject, reason: data.left })
-    }
-    return send(data.right) ?? true
-  }
-
   /** Publishes `events`, in one message when they fit; `true` when a terminal event went out (the run is over). */
   const publish = (events: ReadonlyArray<RunEvent.RunEvent>): BusError | boolean => {
     const maxPayload = bus.maxPayload()
     if (P.mayFit(events, maxPayload)) {
       const data = encode(events)
-      if (Either.isLeft(data)) return unsendable(data.left)
-      if (data.right.length <= maxPayload) return send(data.right) ?? events.some(RunEvent.isTerminal)
+      if (data.length <= maxPayload) return send(data) ?? events.some(RunEvent.isTerminal)
     }
     let terminal = false
     for (const batch of P.fitBatch(start.runId, events, maxPayload)) {
-      const data = encode(batch)
-      if (Either.isLeft(data)) return unsendable(data.left)
-      const error = send(data.right)
+      const error = send(encode(batch))
       if (error !== undefined) return error
       terminal = terminal || batch.some(RunEvent.isTerminal)
     }

@@ -60,7 +60,10 @@ export const RunRefused = Schema.TaggedStruct("RunRefused", { v: V, reason: Sche
 export const RunReply = Schema.Union(RunAccepted, RunRefused)
 export type RunReply = typeof RunReply.Type
 
-/** One message of a run's events: a batch, in order; `seq` counts the run's messages (0, 1, 2, …). */
+/**
+ * One message of a run's events: a batch, in order; `seq` counts the run's messages (0, 1, 2, …). Read and
+ * written by the hot-path codec in eventsWire.ts, held to this schema by a property test.
+ */
 export const RunEventsMsg = Schema.Struct({ v: V, runId: RunId, seq: Count, events: Schema.Array(RunEvent) })
 export type RunEventsMsg = typeof RunEventsMsg.Type
 
@@ -155,7 +158,6 @@ export const decode = {
   leave: decoder(NodeLeave),
   runStart: decoder(RunStart),
   runReply: decoder(RunReply),
-  runEvents: decoder(RunEventsMsg),
   runCancel: decoder(RunCancel),
   edgeHeartbeat: decoder(EdgeHeartbeat)
 }
@@ -165,7 +167,6 @@ export const encode = {
   leave: encoder(NodeLeave),
   runStart: encoder(RunStart),
   runReply: encoder(RunReply),
-  runEvents: encoder(RunEventsMsg),
   runCancel: encoder(RunCancel),
   edgeHeartbeat: encoder(EdgeHeartbeat)
 }

@@ -1,0 +1,32 @@
+import type { Dialect, RunInfo } from "../Dialect.js"
+import { toAnthropicError } from "./errors.js"
+import * as Render from "./render.js"
+import { decodeBody, toChatRequest } from "./request.js"
+import type { MessagesRequest } from "./wire.js"
+
+/** `msg_` and the run id's own part, as `chatcmpl-` is for Chat Completions. */
+export const messageId = (run: RunInfo): string => `msg_${run.runId.startsWith("run_") ? run.runId.slice(4) : run.runId}`
+
+const context = (wire: MessagesRequest, run: RunInfo): Render.MessageContext => ({ id: messageId(run), model: wire.model })
+
+/** Anthropic Messages: `POST /v1/messages`. */
+export const dialect: Dialect<MessagesRequest> = {
+  api: "messages",
+  decode: decodeBody,
+  model: (wire) => wire.model,
+  toChatRequest,
+  streamRenderer: (wire, _request, run) => Render.streamRenderer(context(wire, run)),
+  body: (wire, _request, run, emissions) => Render.message(context(wire, run), emissions),
+  error: toAnthropicError
+}
+
+/** Anthropic's release date field, for models whose date the edge does not know: the epoch, as its docs allow. */
+const UNKNOWN_DATE = "1970-01-01T00:00:00Z"
+
+/** `GET /v1/models` in Anthropic's list shape: every id and alias the caller may use, one entry each. */
+export const modelList = (names: ReadonlyArray<string>) => ({
+  data: names.map((id) => ({ type: "model", id, display_name: id, created_at: UNKNOWN_DATE })),
+  has_more: false,
+  first_id: names[0] ?? null,
+  last_id: names[names.length - 1] ?? null
+})

@@ -1,0 +1,298 @@
+import * as Either from "effect/Either"
+import type * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { buildChatRequest, type ChatRequestLimits, type DialectRequest } from "../../chat/buildChatRequest.js"
+import type { ModelConfig } from "../../config/EdgeConfig.js"
+import { clip, primaryIssue } from "../../config/parseIssues.js"
+import { InvalidRequest } from "../../http/errors.js"
+import type { FunctionTool, JsonObject, SamplingParams, ToolChoice } from "../../run/SubmitRunRequest.js"
+import { toChatMessages } from "./input.js"
+import {
+  type ContentPart,
+  CustomToolCallItem,
+  CustomToolCallOutputItem,
+  FunctionCallItem,
+  FunctionCallOutputItem,
+  FunctionToolWire,
+  type InputItem,
+  type ItemHead,
+  MessageItem,
+  ReasoningItem,
+  type ResponsesRequest,
+  ResponsesRequestWire,
+  type TextFormat,
+  ToolChoiceAllowed,
+  ToolChoiceFunction,
+  type ToolItem,
+  type Typed
+} from "./wire.js"
+
+/**
+ * The Responses request: decoded (every error names its field in a few hundred characters, never quoting a value),
+ * then translated into the chat plane's request (Chat Completions messages and tools). Refused with a 400 naming
+ * the field: what needs state the edge does not keep (`previous_response_id`, `conversation`, `prompt`,
+ * `background`, `item_reference` items, `file_id`s) and token log probabilities (not relayed yet).
+ */
+
+const fail = (message: string, param: string | null) => Either.left(new InvalidRequest({ message, param }))
+
+/** A decode error under `root` (`input[3]`), as a 400 naming the deepest offending field. */
+const issueOf = (error: ParseResult.ParseError, root: string): InvalidRequest => {
+  const first = primaryIssue(error, root)
+  const param = first === undefined || first.path === "" ? (root === "" ? null : root) : first.path
+  const message = first === undefined ? "invalid request" : param === null ? first.message : `${param}: ${first.message}`
+  return new InvalidRequest({ message, param })
+}
+
+const decoder = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknownEither(schema, { errors: "all" })
+  return (value: unknown, root: string): Either.Either<A, InvalidRequest> =>
+    Either.mapLeft(decode(value), (e) => issueOf(e, root))
+}
+
+const decodeWire = decoder(ResponsesRequestWire)
+const decodeMessage = decoder(MessageItem)
+const decodeFunctionCall = decoder(FunctionCallItem)
+const decodeFunctionCallOutput = decoder(FunctionCallOutputItem)
+const decodeCustomToolCall = decoder(CustomToolCallItem)
+const decodeCustomToolCallOutput = decoder(CustomToolCallOutputItem)
+const decodeReasoning = decoder(ReasoningItem)
+const decodeFunctionTool = decoder(FunctionToolWire)
+const decodeChoiceFunction = decoder(ToolChoiceFunction)
+const decodeChoiceAllowed = decoder(ToolChoiceAllowed)
+
+const STORED = "this edge stores no responses: send the whole conversation in input"
+
+/** A part the edge cannot pass on (it points at stored files), refused with its path. */
+const partRefusal = (part: ContentPart, path: string): Either.Either<void, InvalidRequest> => {
+  switch (part.type) {
+    case "input_image":
+      if (part.file_id != null) {
+        return fail(`${path}.file_id: this edge has no Files API: send the image as image_url (a URL or a data: URL)`, `${path}.file_id`)
+      }
+      if (part.image_url == null) return fail(`${path}.image_url: missing (required)`, `${path}.image_url`)
+      return Either.void
+    case "input_file":
+      if (part.file_id != null || part.file_url != null) {
+        const field = part.file_id != null ? "file_id" : "file_url"
+        return fail(`${path}.${field}: this edge has no Files API and fetches no files: send the file as file_data`, `${path}.${field}`)
+      }
+      if (part.file_data == null) return fail(`${path}.file_data: missing (required)`, `${path}.file_data`)
+      return Either.void
+    case "input_text":
+    case "output_text":
+    case "refusal":
+      return Either.void
+  }
+}
+
+const checkParts = (content: string | ReadonlyArray<ContentPart>, path: string): Either.Either<void, InvalidRequest> => {
+  if (typeof content === "string") return Either.void
+  for (const [j, part] of content.entries()) {
+    const refused = partRefusal(part, `${path}[${j}]`)
+    if (Either.isLeft(refused)) return refused
+  }
+  return Either.void
+}
+
+const withParts = <A>(checked: Either.Either<void, InvalidRequest>, value: A): Either.Either<A, InvalidRequest> =>
+  Either.map(checked, () => value)
+
+/** One input item, decoded by the schema of its type (a message when it has none). */
+const decodeItem = (raw: ItemHead, i: number): Either.Either<InputItem, InvalidRequest> => {
+  const root = `input[${i}]`
+  const type = raw.type ?? "message"
+  switch (type) {
+    case "message":
+      return Either.flatMap(decodeMessage(raw, root), (item) =>
+        withParts(checkParts(item.content, `${root}.content`), { _tag: "Message", item } as const))
+    case "function_call":
+      return Either.map(decodeFunctionCall(raw, root), (item) => ({ _tag: "FunctionCall", item } as const))
+    case "function_call_output":
+      return Either.flatMap(decodeFunctionCallOutput(raw, root), (item) =>
+        withParts(checkParts(item.output, `${root}.output`), { _tag: "FunctionCallOutput", item } as const))
+    case "custom_tool_call":
+      return Either.map(decodeCustomToolCall(raw, root), (item) => ({ _tag: "CustomToolCall", item } as const))
+    case "custom_tool_call_output":
+      return Either.flatMap(decodeCustomToolCallOutput(raw, root), (item) =>
+        withParts(checkParts(item.output, `${root}.output`), { _tag: "CustomToolCallOutput", item } as const))
+    case "reasoning":
+      return Either.map(decodeReasoning(raw, root), (item) => ({ _tag: "Reasoning", item } as const))
+    case "item_reference":
+      return fail(`${root}: an item_reference points at a stored item; ${STORED}`, root)
+    default:
+      return Either.right({ _tag: "Other", type: clip(type, 64) })
+  }
+}
+
+const decodeTool = (raw: Typed, i: number): Either.Either<ToolItem, InvalidRequest> =>
+  raw.type === "function"
+    ? Either.map(decodeFunctionTool(raw, `tools[${i}]`), (tool) => ({ _tag: "Function", tool } as const))
+    : Either.right({ _tag: "Other", type: clip(raw.type, 64) })
+
+/** Fields that need state the edge does not keep, or log probabilities: a 400 naming the field. */
+const refusal = (wire: ResponsesRequestWire): InvalidRequest | undefined => {
+  const refuse = (param: string, why: string) => new InvalidRequest({ message: `${param}: ${why}`, param })
+  if (wire.previous_response_id != null) return refuse("previous_response_id", STORED)
+  if (wire.conversation != null) return refuse("conversation", "this edge stores no conversations: send the whole conversation in input")
+  if (wire.prompt != null) return refuse("prompt", "this edge stores no prompt templates: send instructions and input instead")
+  if (wire.background === true) return refuse("background", "background responses are stored responses; this edge stores none: leave background unset or false")
+  if ((wire.top_logprobs ?? 0) > 0) return refuse("top_logprobs", "token log probabilities are not relayed by this edge yet: leave top_logprobs unset or 0")
+  if (wire.include?.includes("message.output_text.logprobs") === true) {
+    return refuse("include", "token log probabilities are not relayed by this edge yet: leave message.output_text.logprobs out of include")
+  }
+  return undefined
+}
+
+const all = <A, B>(items: ReadonlyArray<A>, f: (a: A, i: number) => Either.Either<B, InvalidRequest>) => {
+  const out: Array<B> = []
+  for (const [i, a] of items.entries()) {
+    const b = f(a, i)
+    if (Either.isLeft(b)) return Either.left(b.left)
+    out.push(b.right)
+  }
+  return Either.right(out)
+}
+
+/** Parses and decodes the body; an error names the offending field in a few hundred characters, never quoting its value. */
+export const decodeBody = (text: string): Either.Either<ResponsesRequest, InvalidRequest> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (e) {
+    const detail = clip(e instanceof Error ? e.message : String(e), 200)
+    return fail(`request body is not valid JSON: ${detail}`, null)
+  }
+  return Either.gen(function* () {
+    const wire = yield* decodeWire(json, "")
+    const refused = refusal(wire)
+    if (refused !== undefined) return yield* Either.left(refused)
+    // A string input is one user message.
+    const input: ReadonlyArray<InputItem> = typeof wire.input === "string"
+      ? [{ _tag: "Message", item: { role: "user", content: wire.input } }]
+      : yield* all(wire.input, decodeItem)
+    const tools = yield* all(wire.tools ?? [], decodeTool)
+    return { ...wire, input, tools }
+  })
+}
+
+// ---------------------------------------------------------------------------
+// translation
+
+const chatTool = (t: FunctionToolWire): FunctionTool => ({
+  type: "function",
+  function: {
+    name: t.name,
+    ...(t.description != null ? { description: t.description } : {}),
+    ...(t.parameters != null ? { parameters: t.parameters } : {}),
+    ...(t.strict != null ? { strict: t.strict } : {})
+  }
+})
+
+interface ChosenTools {
+  readonly tools: ReadonlyArray<FunctionTool>
+  /** Each forwarded tool's index in the caller's `tools`, for error messages. */
+  readonly indices: ReadonlyArray<number>
+  readonly choice: ToolChoice | undefined
+}
+
+/**
+ * The function tools and the tool choice. `allowed_tools` narrows the tools to the functions it lists; a choice
+ * that forces a tool type the edge does not forward is refused (the model could never satisfy it).
+ */
+const chooseTools = (wire: ResponsesRequest): Either.Either<ChosenTools, InvalidRequest> => {
+  const functions: Array<{ readonly tool: FunctionToolWire; readonly index: number }> = []
+  for (const [index, t] of wire.tools.entries()) if (t._tag === "Function") functions.push({ tool: t.tool, index })
+  const pick = (allowed: (name: string) => boolean, choice: ToolChoice | undefined): ChosenTools => {
+    const kept = functions.filter((f) => allowed(f.tool.name))
+    return { tools: kept.map((f) => chatTool(f.tool)), indices: kept.map((f) => f.index), choice }
+  }
+  const choice = wire.tool_choice
+  if (choice == null) return Either.right(pick(() => true, undefined))
+  if (typeof choice === "string") return Either.right(pick(() => true, choice))
+  switch (choice.type) {
+    case "function":
+      return Either.map(decodeChoiceFunction(choice, "tool_choice"), (c) =>
+        pick(() => true, { type: "function", function: { name: c.name } }))
+    case "allowed_tools":
+      return Either.map(decodeChoiceAllowed(choice, "tool_choice"), (c) => {
+        const names = new Set(c.tools.flatMap((t) => (t.type === "function" && typeof t.name === "string" ? [t.name] : [])))
+        return pick((name) => names.has(name), c.mode)
+      })
+    default:
+      return fail(
+        `tool_choice: forces a ${JSON.stringify(clip(choice.type, 40))} tool, which this edge does not forward (only function tools are run): use "auto", "required" or a function`,
+        "tool_choice"
+      )
+  }
+}
+
+/** `text.format` in Chat Completions' `response_format` shape. */
+const responseFormat = (format: TextFormat | null | undefined): JsonObject | undefined => {
+  if (format == null || format.type === "text") return undefined
+  if (format.type === "json_object") return { type: "json_object" }
+  return {
+    type: "json_schema",
+    json_schema: {
+      name: format.name,
+      schema: format.schema,
+      ...(format.description != null ? { description: format.description } : {}),
+      ...(format.strict != null ? { strict: format.strict } : {})
+    }
+  }
+}
+
+const defined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value)
+
+/** The types of what is not forwarded, for the request's one debug line (`not_forwarded_tools`, `not_forwarded_input`). */
+const notForwarded = (wire: ResponsesRequest): Readonly<Record<string, string>> => {
+  const types = (items: ReadonlyArray<InputItem | ToolItem>) =>
+    Array.from(new Set(items.flatMap((i) => (i._tag === "Other" ? [i.type] : [])))).sort().join(",")
+  const tools = types(wire.tools)
+  const input = types(wire.input)
+  return { ...(tools !== "" ? { tools } : {}), ...(input !== "" ? { input } : {}) }
+}
+
+/** A Responses request, its model resolved, as the chat plane's request. */
+export const toChatRequest = (
+  wire: ResponsesRequest,
+  model: ModelConfig,
+  limits: ChatRequestLimits
+): Either.Either<DialectRequest, InvalidRequest> =>
+  Either.gen(function* () {
+    const messages = toChatMessages(wire.instructions ?? undefined, wire.input)
+    if (messages.length === 0) return yield* fail("input: there is no message to answer", "input")
+    const chosen = yield* chooseTools(wire)
+    const summary = wire.reasoning?.summary ?? wire.reasoning?.generate_summary
+    const sampling: SamplingParams = {
+      temperature: defined(wire.temperature),
+      topP: defined(wire.top_p),
+      maxTokens: defined(wire.max_output_tokens),
+      // `max_output_tokens` counts reasoning too, as `max_completion_tokens` does (and OpenAI's reasoning models take only it).
+      ...(wire.max_output_tokens != null ? { maxTokensField: "max_completion_tokens" as const } : {}),
+      responseFormat: responseFormat(wire.text?.format),
+      reasoningEffort: defined(wire.reasoning?.effort),
+      user: defined(wire.user)
+    }
+    const ignored = notForwarded(wire)
+    return yield* buildChatRequest({
+      api: "responses",
+      model,
+      messages,
+      tools: chosen.tools,
+      toolChoice: chosen.choice,
+      parallelToolCalls: defined(wire.parallel_tool_calls),
+      sampling,
+      metadata: wire.metadata ?? {},
+      stream: wire.stream === true,
+      // `response.completed` always carries usage.
+      includeUsage: true,
+      // A summary asked for shows reasoning (even on a strict model); without one, the model's default applies.
+      reasoning: { includeReasoning: summary != null ? true : undefined },
+      ...(Object.keys(ignored).length > 0 ? { notForwarded: ignored } : {}),
+      params: {
+        toolSchema: (i) => `tools[${chosen.indices[i] ?? i}].parameters`,
+        toolChoice: "tool_choice"
+      }
+    }, limits)
+  })

@@ -1,0 +1,89 @@
+import type { RunEvent } from "../../RunEvent.js"
+import { RunId } from "../../RunEvent.js"
+import type { Decoded, RunEventsMsg } from "./protocol.js"
+import { PROTOCOL_VERSION } from "./protocol.js"
+
+/**
+ * The run-events message on the hot path: one per provider read, so read with `JSON.parse` and plain field
+ * guards and written with `JSON.stringify`, not with Schema (`RunEventsMsg` in protocol.ts stays the
+ * definition; a property test holds the two to the same answers). A message is used whole or not at all.
+ */
+
+const textEncoder = new TextEncoder()
+const textDecoder = new TextDecoder("utf-8", { fatal: true })
+
+type Json = Readonly<Record<string, unknown>>
+
+const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+const isString = (u: unknown): u is string => typeof u === "string"
+const isNumber = (u: unknown): u is number => typeof u === "number" && !Number.isNaN(u)
+const optional = (u: unknown, guard: (v: unknown) => boolean): boolean => u === undefined || guard(u)
+
+const isToolCall = (u: unknown): boolean =>
+  isObject(u) && optional(u["id"], isString) && isString(u["name"]) && isString(u["arguments"])
+
+const isUsage = (u: unknown): boolean =>
+  isObject(u) && isNumber(u["inputTokens"]) && isNumber(u["outputTokens"]) &&
+  optional(u["reasoningTokens"], isNumber) && optional(u["cachedInputTokens"], isNumber)
+
+const isStringRecord = (u: unknown): boolean => isObject(u) && Object.values(u).every(isString)
+
+const isUpstreamAnswer = (u: unknown): boolean =>
+  isObject(u) && isNumber(u["status"]) && isString(u["message"]) && optional(u["code"], isString) &&
+  optional(u["retryAfter"], isNumber)
+
+/** Why `u` is not a run event, or undefined when it is one. */
+const eventProblem = (u: unknown): string | undefined => {
+  if (!isObject(u)) return ": expected an object"
+  switch (u["_tag"]) {
+    case "Delta":
+    case "ReasoningDelta":
+      return isString(u["text"]) ? undefined : "text: expected a string"
+    case "Complete":
+      if (!isString(u["finishReason"])) return "finishReason: expected a string"
+      if (!Array.isArray(u["toolCalls"]) || !u["toolCalls"].every(isToolCall)) return "toolCalls: expected tool calls"
+      if (!optional(u["usage"], isUsage)) return "usage: expected token counts"
+      return isStringRecord(u["metadata"]) ? undefined : "metadata: expected a string map"
+    case "Failed":
+      if (!isString(u["message"])) return "message: expected a string"
+      return optional(u["upstream"], isUpstreamAnswer) ? undefined : "upstream: expected an upstream answer"
+    case "Cancelled":
+      return isString(u["message"]) ? undefined : "message: expected a string"
+    default:
+      return "_tag: expected a run event"
+  }
+}
+
+const isRunEvent = (u: unknown): u is RunEvent => eventProblem(u) === undefined
+
+export const decodeRunEvents = (bytes: Uint8Array): Decoded<RunEventsMsg> => {
+  let json: unknown
+  try {
+    json = JSON.parse(textDecoder.decode(bytes))
+  } catch (e) {
+    return { _tag: "Invalid", message: `not JSON: ${e instanceof Error ? e.message : String(e)}` }
+  }
+  if (!isObject(json)) return { _tag: "UnsupportedVersion", version: undefined }
+  if (json["v"] !== PROTOCOL_VERSION) return { _tag: "UnsupportedVersion", version: json["v"] }
+  const runId = json["runId"]
+  if (!isString(runId)) return { _tag: "Invalid", message: "runId: expected a string" }
+  const seq = json["seq"]
+  if (typeof seq !== "number" || !Number.isInteger(seq) || seq < 0) {
+    return { _tag: "Invalid", message: "seq: expected a non-negative integer" }
+  }
+  const events = json["events"]
+  if (!Array.isArray(events)) return { _tag: "Invalid", message: "events: expected an array" }
+  const checked: Array<RunEvent> = []
+  for (let i = 0; i < events.length; i++) {
+    const e: unknown = events[i]
+    if (isRunEvent(e)) checked.push(e)
+    else {
+      const problem = eventProblem(e) ?? ": invalid"
+      return { _tag: "Invalid", message: `events[${i}]${problem.startsWith(":") ? "" : "."}${problem}` }
+    }
+  }
+  return { _tag: "Ok", value: { v: PROTOCOL_VERSION, runId: RunId.make(runId), seq, events: checked } }
+}
+
+/** The message's bytes; events are the edge's own plain values, so their JSON is their wire form. */
+export const encodeRunEvents = (msg: RunEventsMsg): Uint8Array => textEncoder.encode(JSON.stringify(msg))
