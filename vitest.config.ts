@@ -8,6 +8,8 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // The coding agents' end-to-end cases need root, ~700 MB of agents and a build: `npm run test:agents`.
+    exclude: ["test/agents/**", "**/node_modules/**"],
     // Hang guards only: no test waits against the clock (README, "Development").
     testTimeout: 30_000,
     hookTimeout: 30_000,
