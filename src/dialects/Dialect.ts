@@ -39,6 +39,8 @@ export interface StreamRenderer {
   readonly head: string
   /** The text of one batch of emissions; a batch with the terminal emission ends the stream. */
   readonly batch: (emissions: ReadonlyArray<Emission>) => string
+  /** An event written while the run is silent this long (Anthropic's `ping`), so clients and proxies see life. */
+  readonly keepAlive?: { readonly afterMs: number; readonly text: string }
 }
 
 /** A finished run's non-stream body, or the error it is answered with. */

@@ -121,7 +121,23 @@ export const make = Effect.gen(function* () {
         return renderer.batch([error])
       }
       const head = renderer.head + (first === undefined ? "" : renderer.batch(first))
-      return new SessionBody({ run, render: renderer.batch, onBatch: noteTerminal, onDefect }, head)
+      const clock = yield* Effect.clock
+      const now = () => clock.unsafeCurrentTimeMillis()
+      const body = new SessionBody({ run, render: renderer.batch, onBatch: noteTerminal, onDefect, now }, head)
+      // One fiber per stream, and only for dialects that ask: it sleeps by the Clock until the run has been silent.
+      const keepAlive = renderer.keepAlive
+      if (keepAlive !== undefined) {
+        const loop = Effect.gen(function* () {
+          for (;;) {
+            const due = body.keepAliveDue(keepAlive.afterMs)
+            if (due === undefined) return
+            if (due > 0) yield* Effect.sleep(due)
+            else body.keepAlive(keepAlive.text, keepAlive.afterMs)
+          }
+        })
+        yield* Effect.forkScoped(loop)
+      }
+      return body
     })
 
   /** Strict stream buffer: collected and validated (maybe replayed) before the first byte is written. */

@@ -13,6 +13,8 @@ export interface SessionBodyOptions {
   readonly onBatch: (emissions: ReadonlyArray<Emission>) => void
   /** A defect (a bug) while polling or rendering: logs it and returns the stream's closing text. */
   readonly onDefect: (defect: unknown) => string
+  /** The run plane's clock (keep-alive timing). */
+  readonly now: () => number
 }
 
 /**
@@ -24,10 +26,25 @@ export interface SessionBodyOptions {
 export class SessionBody extends Readable {
   private waiting = false
   private finished = false
+  private lastPushAt: number
 
   constructor(private readonly options: SessionBodyOptions, head: string) {
     super({ highWaterMark: HIGH_WATER_BYTES })
+    this.lastPushAt = options.now()
     if (head !== "") this.push(head)
+  }
+
+  /** Milliseconds until a keep-alive is due after `afterMs` of silence; `undefined` once the body ended. */
+  keepAliveDue(afterMs: number): number | undefined {
+    if (this.finished || this.destroyed) return undefined
+    return Math.max(0, this.lastPushAt + afterMs - this.options.now())
+  }
+
+  /** Writes `text` if nothing was written for `afterMs`. */
+  keepAlive(text: string, afterMs: number): void {
+    if (this.keepAliveDue(afterMs) !== 0) return
+    this.lastPushAt = this.options.now()
+    this.push(text)
   }
 
   override _read(): void {
@@ -52,7 +69,9 @@ export class SessionBody extends Readable {
         this.push(this.options.onDefect(defect))
         return this.close()
       }
-      if (text !== "" && !this.push(text)) return
+      if (text === "") continue
+      this.lastPushAt = this.options.now()
+      if (!this.push(text)) return
     }
   }
 

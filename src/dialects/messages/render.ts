@@ -71,11 +71,16 @@ export const toolInput = (args: string): { readonly json: string; readonly value
   return { json: JSON.stringify(value), value }
 }
 
+/** Anthropic's keep-alive: one after `message_start`, then one whenever the run has been silent this long. */
+export const PING_AFTER_MS = 5_000
+
 /** Anthropic's (and its clients') pattern for a tool_use id; an upstream's id outside it is mapped into it. */
 const TOOL_ID = /^[A-Za-z0-9_-]+$/
 export const toolUseId = (id: string): string => (TOOL_ID.test(id) ? id : id.replace(/[^A-Za-z0-9_-]/g, "_"))
 
 const frame = (type: string, json: string): string => `event: ${type}\ndata: ${json}\n\n`
+
+const PING = frame("ping", `{"type":"ping"}`)
 
 const blockStop = (index: number): string =>
   frame("content_block_stop", `{"type":"content_block_stop","index":${index}}`)
@@ -112,7 +117,7 @@ const messageStart = (ctx: MessageContext): string =>
         usage: { input_tokens: 0, output_tokens: 0 }
       }
     })
-  ) + frame("ping", `{"type":"ping"}`)
+  ) + PING
 
 /**
  * Renders one response's events; built once per response. Blocks are numbered from 0 in order; a block is stopped
@@ -193,6 +198,7 @@ export const streamRenderer = (ctx: MessageContext): StreamRenderer => {
 
   return {
     head: messageStart(ctx),
+    keepAlive: { afterMs: PING_AFTER_MS, text: PING },
     batch: (emissions) => {
       let text = ""
       for (const e of emissions) {
