@@ -6,12 +6,13 @@
  * 1. throughput: CPU per 1k tokens and TTFT, burst N=1/16/64 and paced (5 ms a
  *    token) N=16, each relay and the upstream direct; then non-stream requests
  *    (`stream: false`, 256 tokens, 16 clients): CPU ms per request.
- * 2. the NATS path (edge → nats-server → node) against the edge's embedded node
+ * 2. dialects: the same edge at burst N=16 per API; Responses' and Messages' CPU/token, tok/s, TTFT ÷ Chat Completions'.
+ * 3. the NATS path (edge → nats-server → node) against the edge's embedded node
  *    (bench/nats.ts); `BENCH_NATS=0` skips it.
- * 3. memory per idle open stream (1000 held on a stalled upstream), then all
+ * 4. memory per idle open stream (1000 held on a stalled upstream), then all
  *    1000 clients hang up in one synchronous loop and the upstream's open
  *    requests are counted 1 s and 3 s later.
- * 4. the filter micro-benchmarks.
+ * 5. the filter micro-benchmarks.
  *
  * Prints the tables, a summary (edge next to the relay) and the bars
  * (PASS/MISS), and writes `bench/results.json`. Exits 0 when bars are missed
@@ -30,7 +31,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import * as os from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import { type IdleStreams, openIdleStreams, requestBody, runLoad } from "./load.js"
+import { type Dialect, DIALECTS, type IdleStreams, openIdleStreams, requestBody, runLoad } from "./load.js"
 import {
   ask,
   cpuSeconds,
@@ -65,6 +66,8 @@ const PACE_MS = 5
 const WARMUP_MS = scaled(1_000)
 /** Non-stream requests: this many closed-loop clients for RUN_MS per round. */
 const NON_STREAM_CLIENTS = 16
+/** The dialects phase: this many closed-loop burst clients per dialect for RUN_MS per round. */
+const DIALECT_CLIENTS = 16
 const IDLE_STREAMS = 1_000
 /** When the upstream's open requests are counted after the idle streams' clients hang up. */
 const ABORT_SAMPLES_MS = [1_000, 3_000] as const
@@ -175,17 +178,19 @@ const measure = async (
   upstream: Proc,
   scenario: Scenario,
   round: number,
-  durationMs: number = scenario.durationMs
+  durationMs: number = scenario.durationMs,
+  dialect: Dialect = "chat_completions"
 ): Promise<Sample> => {
   const relay0 = target.proc ? cpuSeconds(target.proc.pid) : 0
   const upstream0 = cpuSeconds(upstream.pid)
   const client0 = process.cpuUsage()
   const result = await runLoad({
     port: target.port,
-    body: requestBody(scenario.model),
+    body: DIALECTS[dialect].body(scenario.model),
     concurrency: scenario.concurrency,
     durationMs,
-    expectTokens: TOKENS
+    expectTokens: TOKENS,
+    dialect
   })
   const relayCpuS = target.proc ? cpuSeconds(target.proc.pid) - relay0 : 0
   const upstreamCpuS = cpuSeconds(upstream.pid) - upstream0
@@ -366,6 +371,85 @@ const runNonStream = async (upstream: Proc, targets: ReadonlyArray<Target>): Pro
   }
   return TARGETS.map((name) => toNonStreamRow(name, samples.get(name) ?? []))
 }
+
+// ---------------------------------------------------------------------------------------------- dialects
+
+const DIALECT_ORDER = ["chat_completions", "responses", "messages"] as const satisfies ReadonlyArray<Dialect>
+const DIALECT_SCENARIO = { mode: "burst", model: "bench", concurrency: DIALECT_CLIENTS, durationMs: RUN_MS } as const
+
+/** A throughput row of the edge (burst N=16) in one dialect, with its figures ÷ Chat Completions'. */
+interface DialectRow extends Row {
+  readonly dialect: Dialect
+  /** This dialect's figure ÷ Chat Completions' in the same run (1 for chat_completions itself). */
+  readonly cpuPer1kRatio: number
+  readonly cpuPer1kRatioByRound: ReadonlyArray<number>
+  readonly tokensPerSecRatio: number
+  readonly ttftP50Ratio: number
+}
+
+/** The edge at burst N=16 in each dialect, rounds alternating the order; its CPU per token ÷ Chat Completions'. */
+const runDialects = async (upstream: Proc, edge: Target): Promise<ReadonlyArray<DialectRow>> => {
+  // The Responses and Messages paths are cold (Chat Completions is warm from the throughput runs): warm all three alike.
+  for (const dialect of DIALECT_ORDER) await measure(edge, upstream, DIALECT_SCENARIO, -1, WARMUP_MS / 2, dialect)
+  const samples = new Map<Dialect, Array<Sample>>()
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? DIALECT_ORDER : [...DIALECT_ORDER].reverse()
+    for (const dialect of order) {
+      const sample = await measure(edge, upstream, DIALECT_SCENARIO, round, RUN_MS, dialect)
+      samples.set(dialect, [...(samples.get(dialect) ?? []), sample])
+      log(
+        `  round ${round + 1} burst N=${DIALECT_CLIENTS} ${dialect}: ${fixed(sample.tokens / (sample.elapsedMs / 1000), 0)} tok/s, ` +
+          `${fixed((sample.relayCpuS / sample.tokens) * 1e6, 2)} ms CPU/1k tok` +
+          (sample.errors > 0 ? `, ${sample.errors} errors (${sample.errorSamples.join("; ")})` : "")
+      )
+    }
+  }
+  const rows = DIALECT_ORDER.map((dialect) => ({ dialect, row: toRow(DIALECT_SCENARIO, "edge", samples.get(dialect) ?? []) }))
+  const chat = rows[0]!.row
+  return rows.map(({ dialect, row }) => ({
+    ...row,
+    dialect,
+    cpuPer1kRatio: row.cpuSecondsPer1kTokens / chat.cpuSecondsPer1kTokens,
+    cpuPer1kRatioByRound: row.cpuPer1kByRound.map((x, i) => x / (chat.cpuPer1kByRound[i] ?? Number.NaN)),
+    tokensPerSecRatio: row.tokensPerSec / chat.tokensPerSec,
+    ttftP50Ratio: row.ttftMs.p50 / chat.ttftMs.p50
+  }))
+}
+
+const dialectRatio = (rows: ReadonlyArray<DialectRow> | undefined, dialect: Dialect): number =>
+  rows?.find((r) => r.dialect === dialect)?.cpuPer1kRatio ?? Number.NaN
+
+const dialectsTable = (rows: ReadonlyArray<DialectRow>): string =>
+  table(
+    [
+      "dialect",
+      "tok/s",
+      "edge CPU ms/1k tok",
+      ...(ROUNDS > 1 ? ["(by round)"] : []),
+      `CPU ÷ chat${ROUNDS > 1 ? " (by round)" : ""}`,
+      "tok/s ÷ chat",
+      "TTFT p50 ms",
+      "TTFT p99 ms",
+      "TTFT p50 ÷ chat",
+      "reads/stream",
+      "requests",
+      "errors"
+    ],
+    rows.map((row) => [
+      row.dialect,
+      fixed(row.tokensPerSec, 0),
+      fixed(row.cpuSecondsPer1kTokens * 1000, 2),
+      ...(ROUNDS > 1 ? [row.cpuPer1kByRound.map((x) => fixed(x * 1000, 2)).join("/")] : []),
+      `${fixed(row.cpuPer1kRatio, 2)}${ROUNDS > 1 ? ` (${row.cpuPer1kRatioByRound.map((x) => fixed(x, 2)).join("/")})` : ""}`,
+      fixed(row.tokensPerSecRatio, 2),
+      fixed(row.ttftMs.p50, 2),
+      fixed(row.ttftMs.p99, 2),
+      fixed(row.ttftP50Ratio, 2),
+      fixed(row.clientReadsPerStream, 0),
+      String(row.requests),
+      String(row.errors)
+    ])
+  )
 
 // ---------------------------------------------------------------------------------------------- idle streams
 
@@ -668,6 +752,8 @@ const bar = (b: Omit<Bar, "pass">): Bar => ({
 interface Report {
   readonly rows: ReadonlyArray<Row>
   readonly nonStream: ReadonlyArray<NonStreamRow>
+  /** Undefined when the phase failed. */
+  readonly dialects: ReadonlyArray<DialectRow> | undefined
   readonly idle: ReadonlyArray<IdleFigures>
   readonly nats: NatsFigures | undefined
 }
@@ -707,6 +793,8 @@ const summaryTable = (r: Report): string => {
     ),
     line(`CPU ms per non-stream request (${TOKENS} tokens)`, ns("edge"), ns("baseline"), 3),
     line(`CPU ms per streamed request (${TOKENS} tokens, burst N=16)`, streamedCpuMsPerRequest(r.rows, "edge"), streamedCpuMsPerRequest(r.rows, "baseline"), 3),
+    [`responses ÷ chat CPU/token, burst N=${DIALECT_CLIENTS}`, fixed(dialectRatio(r.dialects, "responses"), 2), "", ""],
+    [`messages ÷ chat CPU/token, burst N=${DIALECT_CLIENTS}`, fixed(dialectRatio(r.dialects, "messages"), 2), "", ""],
     ...(nats === undefined ? [] : [
       ["NATS tok/s ÷ in-process tok/s, burst N=16", fixed(nats.burst16Ratio, 2), "", ""],
       ["NATS added TTFT p50 / p99 ms, paced N=16 (− in-process)", `${fixed(nats.paced16AddedTtftP50Ms, 2)} / ${fixed(nats.paced16AddedTtftP99Ms, 2)}`, "", ""]
@@ -756,6 +844,13 @@ const bars = (r: Report): ReadonlyArray<Bar> => {
       value: ns("edge"),
       relay: ns("baseline"),
       limit: streamedCpuMsPerRequest(r.rows, "edge")
+    }),
+    // The worse of the two ratios (NaN, no figure, when either is missing).
+    bar({
+      bar: "dialects cost the same per token as chat completions",
+      value: Math.max(dialectRatio(r.dialects, "responses"), dialectRatio(r.dialects, "messages")),
+      relay: Number.NaN,
+      limit: 1.15
     })
   ]
 }
@@ -784,6 +879,9 @@ const problems = (
   }
   for (const row of r.nonStream) {
     if (row.errors > 0) out.push(`non-stream ${row.target}: ${row.errors} failed requests (${row.errorSamples.join("; ")})`)
+  }
+  for (const row of r.dialects ?? []) {
+    if (row.errors > 0) out.push(`dialect ${row.dialect}: ${row.errors} failed or short streams (${row.errorSamples.join("; ")})`)
   }
   for (const f of r.idle) {
     if (f.opened < IDLE_STREAMS) out.push(`${f.relay}: only ${f.opened} of ${IDLE_STREAMS} idle streams opened`)
@@ -831,7 +929,7 @@ const main = async (): Promise<number> => {
     writeFileSync(configFile, JSON.stringify(edgeConfig(upstream.port)))
     if (profiling) mkdirSync(profileDir, { recursive: true })
 
-    log(`\n[1/4] throughput: ${TOKENS}-token streams, ${ROUNDS} round(s) per configuration (paced: ${PACE_MS} ms between tokens), then non-stream requests`)
+    log(`\n[1/5] throughput: ${TOKENS}-token streams, ${ROUNDS} round(s) per configuration (paced: ${PACE_MS} ms between tokens), then non-stream requests`)
     const profileSince = Date.now()
     const baseline = await startBaseline(upstream.port)
     const edge = await startEdge(configFile, profiling)
@@ -839,6 +937,19 @@ const main = async (): Promise<number> => {
     log(`  non-stream: ${NON_STREAM_CLIENTS} clients, ${TOKENS}-token answers (\`stream: false\`)`)
     const nonStream = await runNonStream(upstream.proc, [upstream, baseline, edge])
     const throughputDone = performance.now()
+
+    const failures: Array<string> = []
+    log(`\n[2/5] dialects: the same edge, burst N=${DIALECT_CLIENTS}, ${ROUNDS} round(s) each of ${DIALECT_ORDER.join(", ")}`)
+    let dialects: ReadonlyArray<DialectRow> | undefined
+    let dialectsFailure: string | undefined
+    try {
+      dialects = await runDialects(upstream.proc, edge)
+    } catch (error) {
+      dialectsFailure = error instanceof Error ? error.message : String(error)
+      failures.push(`dialects: ${dialectsFailure}`)
+      log(`  dialects: FAILED: ${dialectsFailure}`)
+    }
+    const dialectsDone = performance.now()
     let profile: ProfileSummary | undefined
     await stop(edge.proc!, 15_000)
     await stop(baseline.proc!)
@@ -847,12 +958,11 @@ const main = async (): Promise<number> => {
       if (file !== undefined) profile = summarise(file, 30)
     }
 
-    const failures: Array<string> = []
     let nats: NatsFigures | undefined
     let natsFailure: string | undefined
-    if (!natsEnabled) log("\n[2/4] NATS path: skipped (BENCH_NATS=0)")
+    if (!natsEnabled) log("\n[3/5] NATS path: skipped (BENCH_NATS=0)")
     else {
-      log(`\n[2/4] NATS path: edge → nats-server → node vs the edge's embedded node (${NATS_SERVER}, fresh processes)`)
+      log(`\n[3/5] NATS path: edge → nats-server → node vs the edge's embedded node (${NATS_SERVER}, fresh processes)`)
       const inProcess = await startEdge(configFile, false)
       try {
         nats = await measureNats({
@@ -881,7 +991,7 @@ const main = async (): Promise<number> => {
     }
     const natsDone = performance.now()
 
-    log(`\n[3/4] memory: ${IDLE_STREAMS} open idle streams through each relay (fresh processes), then all hang up at once`)
+    log(`\n[4/5] memory: ${IDLE_STREAMS} open idle streams through each relay (fresh processes), then all hang up at once`)
     const idle: Array<IdleFigures> = []
     const idleFailures: Array<{ readonly relay: string; readonly error: string }> = []
     for (const start of [() => startBaseline(upstream.port), () => startEdge(configFile, false)]) {
@@ -905,19 +1015,20 @@ const main = async (): Promise<number> => {
     }
     await stop(upstream.proc)
     const memoryDone = performance.now()
-    const natsS = (natsDone - throughputDone) / 1000
+    const natsS = (natsDone - dialectsDone) / 1000
 
-    log("\n[4/4] filters (in this process)")
+    log("\n[5/5] filters (in this process)")
     const toolText: ToolTextFigures = measureToolTextThroughput()
     const reasoning: ReasoningFiltersFigures = measureReasoningFilters()
     const phases = {
       throughputS: (throughputDone - started) / 1000,
+      dialectsS: (dialectsDone - throughputDone) / 1000,
       natsS,
       memoryS: (memoryDone - natsDone) / 1000,
       filtersS: (performance.now() - memoryDone) / 1000
     }
 
-    const report: Report = { rows, nonStream, idle, nats }
+    const report: Report = { rows, nonStream, dialects, idle, nats }
     const barList = bars(report)
     const trouble = problems(report, barList, failures)
 
@@ -929,6 +1040,11 @@ const main = async (): Promise<number> => {
     log("(relay CPU ms per good request, /proc utime+stime; streamed = the same relay's CPU per 1k tokens at burst N=16 × 0.256;")
     log(" latency = request sent → whole body; upstream asked = what the relay sent upstream: the fake upstream answers both)")
     log(nonStreamTable(nonStream, rows))
+    log(`\n== dialects: the same edge at burst N=${DIALECT_CLIENTS}, ${TOKENS}-token streams, each API next to Chat Completions ==`)
+    log("(edge CPU = utime+stime of the edge process per 1k relayed tokens; ÷ chat = this dialect's figure ÷ chat_completions' in this run;")
+    log(" every stream checked: all its text deltas' characters and its terminal event: [DONE], response.completed, message_stop)")
+    if (dialects !== undefined) log(dialectsTable(dialects))
+    if (dialectsFailure !== undefined) log(`dialects: FAILED: ${dialectsFailure}`)
     if (nats !== undefined) {
       const h = natsHeadline(nats)
       log("\n== NATS path: edge → nats-server → node vs edge with embedded node (in-process), same run ==")
@@ -960,7 +1076,7 @@ const main = async (): Promise<number> => {
       ]
     ))
     if (profile !== undefined) {
-      log(`\n== edge CPU profile (throughput runs) ==\n${formatSummary(profile)}`)
+      log(`\n== edge CPU profile (throughput and dialects runs) ==\n${formatSummary(profile)}`)
       // Effect runs fibers from its scheduler, so the edge's own frames are rarely on the stack: cost per operator instead.
       log("\n== Effect Stream operators, CPU µs per element (bench/operators.ts) ==")
       log(execFileSync(process.execPath, ["--expose-gc", resolve(here, "operators.js"), "256"], { encoding: "utf8" }).trimEnd())
@@ -995,12 +1111,14 @@ const main = async (): Promise<number> => {
             runMs: RUN_MS,
             paceMs: PACE_MS,
             nonStreamClients: NON_STREAM_CLIENTS,
+            dialectClients: DIALECT_CLIENTS,
             idleStreams: IDLE_STREAMS,
             abortSamplesMs: ABORT_SAMPLES_MS,
             fdLimit: limits
           },
           throughput: rows,
           nonStream,
+          dialects: dialects ?? { failed: dialectsFailure },
           nats: nats ?? (natsFailure === undefined ? "skipped" : { failed: natsFailure }),
           idle,
           idleFailures,
@@ -1014,7 +1132,7 @@ const main = async (): Promise<number> => {
       )}\n`
     )
     log(
-      `\n${fixed(seconds, 0)} s (throughput ${fixed(phases.throughputS, 0)} s, NATS ${fixed(phases.natsS, 0)} s, memory ${fixed(phases.memoryS, 0)} s, ` +
+      `\n${fixed(seconds, 0)} s (throughput ${fixed(phases.throughputS, 0)} s, dialects ${fixed(phases.dialectsS, 0)} s, NATS ${fixed(phases.natsS, 0)} s, memory ${fixed(phases.memoryS, 0)} s, ` +
         `filters ${fixed(phases.filtersS, 0)} s); load average now ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; wrote ${file}`
     )
     return trouble.length > 0 ? 1 : 0
