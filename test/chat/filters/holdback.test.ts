@@ -625,15 +625,20 @@ describe("holdback", () => {
   })
 
   describe("linear", () => {
-    it("a 2 MB block in 4-byte deltas, and 2 MB of near misses, take well under a second each", () => {
+    it("a 2 MB block in 4-byte deltas, and 2 MB of near misses, come through whole", () => {
+      // No time budget here: a quadratic (or backtracking) implementation does not finish, and the runner's timeout
+      // fails it. What these inputs cost is a figure of `npm run bench` (its filters phase).
+
       const big = `<tool_call>{"name":"search","arguments":{"query":"${"x".repeat(2_000_000)}"}}</tool_call>`
       const nearMisses = "<tool {{x}} [TOOL] <tool_c ".repeat(80_000)
       for (const t of [big, nearMisses]) {
         const chunks: Array<string> = []
         for (let i = 0; i < t.length; i += 4) chunks.push(t.slice(i, i + 4))
-        const start = performance.now()
-        stream(chunks)
-        expect(performance.now() - start).toBeLessThan(3_000)
+        const out = stream(chunks)
+        const text = out.flatMap((o) => (o._tag === "Text" ? [o.text] : [])).join("")
+        const calls = out.flatMap((o) => (o._tag === "Call" ? [o.call] : []))
+        if (t === big) expect(calls.map((c) => c.arguments.length)).toEqual([`{"query":"${"x".repeat(2_000_000)}"}`.length])
+        else expect(text).toBe(t)
       }
     })
   })

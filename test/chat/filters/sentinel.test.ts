@@ -137,10 +137,10 @@ describe("sentinel filter", () => {
   })
 
   it("stays linear on one large delta with many sentinel starts", () => {
+    // No time budget here: a quadratic (or backtracking) implementation does not finish, and the runner's timeout
+    // fails it. What these inputs cost is a figure of `npm run bench` (its filters phase).
     const input = "<".repeat(300_000) + "#"
-    const start = performance.now()
     expect(run(["<x>", "#y", "<|im_end|>"], [input])).toBe(input)
-    expect(performance.now() - start).toBeLessThan(2_000)
   })
 
   it.prop(

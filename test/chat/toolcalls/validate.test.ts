@@ -118,11 +118,10 @@ describe("validateToolCalls", () => {
       },
       { name: "root", parameters: { type: "object", properties: { x: { $ref: "#" } }, $ref: "#" } }
     ]
-    const start = performance.now()
+    // No time budget: a self-referencing schema that looped would never return, and the runner's timeout fails it.
     for (const tool of loops) {
       for (let i = 0; i < 3; i++) expect(check([c(tool.name, { x: {} })], auto, [tool])._tag).toBe("Invalid")
     }
-    expect(performance.now() - start).toBeLessThan(5_000)
   })
 
   it("compiles each distinct schema once and keeps working past the cache size", () => {
