@@ -26,7 +26,7 @@ const isRecorded = (u: unknown): u is Recorded =>
   typeof u === "object" && u !== null && "method" in u && "path" in u && "headers" in u && "query" in u
 
 const fixture = (name: string): Recorded => {
-  const parsed: unknown = JSON.parse(readFileSync(new URL(`./fixtures/${name}.request.json`, import.meta.url), "utf8"))
+  const parsed: unknown = JSON.parse(readFileSync(new URL(`../../agents/fixtures/${name}.request.json`, import.meta.url), "utf8"))
   return isRecorded(parsed) ? parsed : expect.unreachable(`${name}: not a recorded request`)
 }
 

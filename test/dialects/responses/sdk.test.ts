@@ -271,7 +271,7 @@ describe("Responses API through the openai SDK", () => {
 
 describe("recorded Codex requests", () => {
   const fixture = (name: string): Record<string, unknown> => {
-    const recorded: { body: Record<string, unknown> } = JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8"))
+    const recorded: { body: Record<string, unknown> } = JSON.parse(readFileSync(new URL(`../../agents/fixtures/${name}`, import.meta.url), "utf8"))
     return recorded.body
   }
 
