@@ -287,17 +287,40 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
 
     const open = (request: ChatRequest) => openAttempt(request, request.submit, 1)
 
+    /**
+     * Every emission of a run, collected from the run's own callbacks (`poll` + `onReady`): one wait for the
+     * whole run, not a fiber resume per batch. A defect while folding fails the wait, never the provider's callback.
+     */
+    const drain = (run: ChatRun) =>
+      Effect.async<ReadonlyArray<Session.Emission>>((resume) => {
+        const emissions: Array<Session.Emission> = []
+        let left = false
+        const pump = (): void => {
+          if (left) return
+          try {
+            for (;;) {
+              const out = run.poll()
+              if (out === "ended") return resume(Effect.succeed(emissions))
+              if (out === "pending") return run.onReady(pump)
+              for (const e of out) emissions.push(e)
+            }
+          } catch (defect) {
+            resume(Effect.die(defect))
+          }
+        }
+        pump()
+        // The caller left (interrupted): later wake-ups fold nothing more.
+        return Effect.sync(() => {
+          left = true
+        })
+      })
+
     /** One run, to its terminal, in a scope of its own: its slot is released as soon as it ends. */
     const collectAttempt = (request: ChatRequest, submit: SubmitRunRequest, attempt: number) =>
       Effect.scoped(
         Effect.gen(function* () {
           const run = yield* openAttempt(request, submit, attempt)
-          const emissions: Array<Session.Emission> = []
-          for (;;) {
-            const out = yield* run.next
-            if (out === undefined) break
-            for (const e of out) emissions.push(e)
-          }
+          const emissions = yield* drain(run)
           const last = emissions[emissions.length - 1]
           const terminal = last !== undefined && Session.isTerminal(last) ? last : undefined
           // A session always ends with its terminal emission.
