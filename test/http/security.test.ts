@@ -13,7 +13,7 @@ import { parseKeyFile, parseKeyList } from "../../src/config/apiKeys.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { EdgeHttpLive } from "../../src/Edge.js"
-import { makeKeyCheck } from "../../src/http/Auth.js"
+import { makeKeyCheck, presentedKey } from "../../src/http/Auth.js"
 
 const config = Either.getOrThrow(
   decodeConfigJson("test", {
@@ -53,6 +53,15 @@ describe("API keys and limits", () => {
     expect(check(undefined)._tag).toBe("Denied")
     expect(makeKeyCheck([])(undefined)._tag).toBe("Open")
     expect(makeKeyCheck([Redacted.make("a")])("bearer a")._tag).toBe("Granted")
+  })
+
+  it("x-api-key (Anthropic's header) is presented like a bearer key on every route; Authorization wins when both are sent", () => {
+    const check = makeKeyCheck(config.server.apiKeys)
+    expect(check(presentedKey({ "x-api-key": "sk-small" }))).toMatchObject({ _tag: "Granted", key: { id: "small" } })
+    expect(check(presentedKey({ "x-api-key": "sk-nope" }))).toEqual({ _tag: "Denied", reason: "incorrect" })
+    expect(check(presentedKey({ "x-api-key": "  " }))).toEqual({ _tag: "Denied", reason: "missing" })
+    expect(check(presentedKey({}))).toEqual({ _tag: "Denied", reason: "missing" })
+    expect(check(presentedKey({ authorization: "Bearer sk-nope", "x-api-key": "sk-small" }))._tag).toBe("Denied")
   })
 
   it("a denial says whether the key was missing (no bearer key at all) or incorrect (a key that matches none)", () => {

@@ -67,6 +67,10 @@ describe("Responses API through the openai SDK", () => {
         max_completion_tokens: 50,
         stream_options: { include_usage: true }
       })
+      // Counted under the Responses API, its usage too (labelled by the model's id, not the alias).
+      const metrics = yield* Effect.promise(() => fetch(`${edge.url}/metrics`).then((r) => r.text()))
+      expect(metrics).toContain('iop_chat_requests_total{api="responses",model="model",stream="false",outcome="success"} 1')
+      expect(metrics).toContain('iop_tokens_total{api="responses",model="model",outcome="success",kind="output"} 7')
     }))
 
   it.scopedLive("create: a native tool call is a function_call item; only function tools reach the upstream, the others are logged once", () =>
