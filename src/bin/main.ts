@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import { EdgeConfigSchema, defaultConfig } from "../config/EdgeConfig.js"
 import { applyOverrides, ConfigError, loadConfigFile } from "../config/loadConfig.js"
 import * as NodeServer from "../run/transport/nats/NodeServer.js"
-import { serverLayer } from "../Edge.js"
+import { serverLayer } from "../nats.js"
 import * as Logging from "../observability/Logging.js"
 
 const VERSION = "0.1.0"

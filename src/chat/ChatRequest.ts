@@ -1,4 +1,4 @@
-import type { ModelConfig } from "../config/EdgeConfig.js"
+import type { ModelOptions } from "../config/EdgeConfig.js"
 import type { Api } from "../dialects/Dialect.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
 import type { OutputPolicy } from "./policy.js"
@@ -8,7 +8,7 @@ import type { RequestTool, ToolChoiceMode } from "./toolcalls/types.js"
 export interface ChatRequest {
   /** The API the request came in on (metrics' and logs' `api` label). */
   readonly api: Api
-  readonly model: ModelConfig
+  readonly model: ModelOptions
   readonly submit: SubmitRunRequest
   readonly policy: OutputPolicy
   readonly tools: ReadonlyArray<RequestTool>

@@ -1,5 +1,5 @@
 import * as Either from "effect/Either"
-import type { ModelConfig } from "../config/EdgeConfig.js"
+import type { ModelOptions } from "../config/EdgeConfig.js"
 import type { Api } from "../dialects/Dialect.js"
 import { InvalidRequest } from "../http/errors.js"
 import type { ChatMessage, FunctionTool, SamplingParams, ToolChoice } from "../run/SubmitRunRequest.js"
@@ -17,7 +17,7 @@ export const DEFAULT_MAX_TOOL_SCHEMA_BYTES = 262_144
 
 export interface ChatRequestParts {
   readonly api: Api
-  readonly model: ModelConfig
+  readonly model: ModelOptions
   readonly messages: ReadonlyArray<ChatMessage>
   readonly tools: ReadonlyArray<FunctionTool>
   readonly toolChoice?: ToolChoice | undefined

@@ -1,4 +1,4 @@
-import type { ModelConfig } from "../config/EdgeConfig.js"
+import type { ModelOptions } from "../config/EdgeConfig.js"
 import { DEFAULT_SENTINELS } from "./filters/sentinel.js"
 import type { TextFormat } from "./toolcalls/types.js"
 
@@ -36,11 +36,11 @@ export const exposeReasoning = (strict: boolean, r: ReasoningRequest): boolean =
   return !hidden && (!strict || asked)
 }
 
-export const sentinelsFor = (model: ModelConfig): ReadonlyArray<string> =>
+export const sentinelsFor = (model: ModelOptions): ReadonlyArray<string> =>
   model.sentinels.replaceDefaults ? model.sentinels.tokens : [...DEFAULT_SENTINELS, ...model.sentinels.tokens]
 
 export const outputPolicy = (
-  model: ModelConfig,
+  model: ModelOptions,
   request: ReasoningRequest & { readonly toolNames: ReadonlyArray<string> }
 ): OutputPolicy => {
   const strict = model.output.strict

@@ -51,18 +51,31 @@ export const SentinelConfig = Schema.Struct({
 })
 export type SentinelConfig = typeof SentinelConfig.Type
 
-export const ModelConfig = Schema.Struct({
+/** What the chat plane needs of a model, whoever serves it (a configured provider, a provider layer, a remote node). */
+const modelOptionsFields = {
   id: Schema.String.pipe(Schema.minLength(1)),
   /** Other names callers may use for this model (an agent's default model names); answered as the model. */
   aliases: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
-  provider: ProviderConfig,
   tools: Schema.optionalWith(Schema.Literal("native", "text"), { default: () => "native" as const }),
   /** Text tool-call formats parsed out of this model's output (default: all). */
   toolFormats: Schema.optionalWith(Schema.Array(Schema.Literal(...TEXT_FORMATS)), { default: () => TEXT_FORMATS }),
   output: Schema.optionalWith(OutputConfig, { default: () => OutputConfig.make({}) }),
   reasoning: Schema.optionalWith(ReasoningConfig, { default: () => ReasoningConfig.make({}) }),
   sentinels: Schema.optionalWith(SentinelConfig, { default: () => SentinelConfig.make({}) })
-})
+}
+
+/** A model's id, aliases and output options, without its provider. */
+export const ModelOptions = Schema.Struct(modelOptionsFields)
+export type ModelOptions = typeof ModelOptions.Type
+
+/**
+ * A model's options with every default filled in, from a name or the options a caller sets:
+ * `modelOptions("mine")`, `modelOptions({ id: "mine", tools: "text" })`.
+ */
+export const modelOptions = (model: string | typeof ModelOptions.Encoded): ModelOptions =>
+  Schema.decodeSync(ModelOptions)(typeof model === "string" ? { id: model } : model)
+
+export const ModelConfig = Schema.Struct({ ...modelOptionsFields, provider: ProviderConfig })
 export type ModelConfig = typeof ModelConfig.Type
 
 /** An API key, alone or with its own limits. */
@@ -141,7 +154,7 @@ export const LogConfig = Schema.Struct({
 export type LogConfig = typeof LogConfig.Type
 
 /** Ids and aliases name one model each. */
-const uniqueModelIds = (models: ReadonlyArray<ModelConfig>) => {
+const uniqueModelIds = (models: ReadonlyArray<ModelOptions>) => {
   const seen = new Set<string>()
   for (const [i, m] of models.entries()) {
     if (seen.has(m.id)) return { path: [i, "id"], message: `duplicate model id "${m.id}"` }
@@ -157,7 +170,7 @@ const uniqueModelIds = (models: ReadonlyArray<ModelConfig>) => {
 }
 
 /** The model a caller's name (an id or an alias) names. */
-export const findModel = (models: ReadonlyArray<ModelConfig>, name: string): ModelConfig | undefined =>
+export const findModel = <M extends ModelOptions>(models: ReadonlyArray<M>, name: string): M | undefined =>
   models.find((m) => m.id === name) ?? models.find((m) => m.aliases.includes(name))
 
 export const EdgeConfigSchema = Schema.Struct({

@@ -2,7 +2,7 @@ import type * as Either from "effect/Either"
 import type { ChatRequestLimits, DialectRequest } from "../chat/buildChatRequest.js"
 import type { ModelNotFound, RunOutcomeError } from "../chat/errors.js"
 import type { Emission } from "../chat/session.js"
-import type { ModelConfig } from "../config/EdgeConfig.js"
+import type { ModelOptions } from "../config/EdgeConfig.js"
 import type { HttpError, InvalidRequest } from "../http/errors.js"
 import type { SubmitError } from "../run/errors.js"
 
@@ -56,7 +56,7 @@ export interface Dialect<W> {
   readonly model: (wire: W) => string
   readonly toChatRequest: (
     wire: W,
-    model: ModelConfig,
+    model: ModelOptions,
     limits: ChatRequestLimits
   ) => Either.Either<DialectRequest, InvalidRequest>
   readonly streamRenderer: (wire: W, request: DialectRequest, run: RunInfo) => StreamRenderer

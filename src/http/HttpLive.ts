@@ -9,23 +9,24 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import type { Responder } from "../dialects/Responder.js"
 import { EdgeConfig, type ServerConfig } from "../config/EdgeConfig.js"
+import * as Logging from "../observability/Logging.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
 import { RunService } from "../run/RunService.js"
-import type { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
 import { HostNotAllowed, OriginNotAllowed } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
 import type { Limits } from "./Limits.js"
 import { fromNodeServer, Listener } from "./Listener.js"
 import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
 import { routeLabel } from "./routeLabel.js"
-import { errorResponse, makeRoutes } from "./routes.js"
+import { errorResponse, makeRoutes, notFound } from "./routes.js"
 import { applyPlan, planUnread } from "./unreadBody.js"
 import { annotateFiberLogs, onClose } from "../common/onClose.js"
 
@@ -91,22 +92,46 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, 
   )
 }
 
-/** Serves the edge's routes on an HttpServer that the caller provides. */
-export const HttpAppLive: Layer.Layer<
-  never,
-  never,
-  HttpServer.HttpServer | EdgeConfig | Responder | Metrics | Lifecycle | NodeRegistry | Limits | NatsDiscovery
-> = Layer.unwrapEffect(
+/** What the edge's routes and middleware read. */
+export type RouteServices = EdgeConfig | Responder | Metrics | Lifecycle | NodeRegistry | Limits
+
+/**
+ * The edge's HTTP API as a router to mount beside your own routes (`HttpRouter.concat`, `HttpRouter.mount`):
+ * `/v1/chat/completions`, `/v1/responses`, `/v1/messages` (+ `count_tokens`), `/v1/models`, `GET|HEAD /`,
+ * `/healthz`, `/metrics`. No catch-all, no server of its own; each handler logs at the config's `log.level`.
+ */
+export const routes: Effect.Effect<HttpRouter.HttpRouter, never, RouteServices> = Effect.gen(function* () {
+  const router = yield* makeRoutes
+  const level = Logging.levels[(yield* EdgeConfig).log.level]
+  return HttpRouter.use(router, (handler) => Effect.locally(handler, FiberRef.currentMinimumLogLevel, level))
+})
+
+/**
+ * The edge's middleware, to wrap the app that serves `routes`: request id (`x-request-id`), open-request
+ * tracking for the drain, the Host/Origin checks and CORS, one access-log line per request, and on a Node server
+ * the handling of an unread request body.
+ */
+export const middleware: Effect.Effect<HttpMiddleware.HttpMiddleware, never, EdgeConfig | Metrics | Lifecycle> =
   Effect.gen(function* () {
-    const router = yield* makeRoutes
-    const lifecycle = yield* Lifecycle
-    const metrics = yield* Metrics
     const config = yield* EdgeConfig
-    // Built once: `toHttpApp` constructs the route tree, which must not happen per request.
-    const app = yield* HttpRouter.toHttpApp(router)
-    // Applied to the app itself (not as `serve`'s middleware, which runs after the response is written).
-    return HttpServer.serve(edgeMiddleware(lifecycle, metrics, config.server)(app))
+    const apply = edgeMiddleware(yield* Lifecycle, yield* Metrics, config.server)
+    const level = Logging.levels[config.log.level]
+    return HttpMiddleware.make((app) => Effect.locally(apply(app), FiberRef.currentMinimumLogLevel, level))
   })
+
+/** The edge server's app: `routes`, a JSON 404 in the caller's API's shape for anything else, `middleware`. */
+export const httpApp = Effect.gen(function* () {
+  const router = yield* routes
+  const wrap = yield* middleware
+  // Built once: `toHttpApp` constructs the route tree, which must not happen per request.
+  const app = yield* HttpRouter.toHttpApp(HttpRouter.all(router, "*", notFound))
+  // Applied to the app itself (not as `serve`'s middleware, which runs after the response is written).
+  return wrap(app)
+})
+
+/** Serves the edge's app on an HttpServer that the caller provides. */
+export const HttpAppLive: Layer.Layer<never, never, HttpServer.HttpServer | RouteServices> = Layer.unwrapEffect(
+  Effect.map(httpApp, (app) => HttpServer.serve(app))
 )
 
 /** What shutdown may take after `server.shutdownGraceMs` when callers remain: the contract's bound is one second. */
@@ -131,7 +156,6 @@ export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServ
       // each wait runs in a fiber of its own, made interruptible so that its timeout can win.
       const waitIdle = (ms: number) =>
         Effect.forkDaemon(Effect.interruptible(lifecycle.awaitIdle(ms))).pipe(Effect.flatMap(Fiber.join))
-      yield* lifecycle.markServing
       yield* HttpServer.logAddress
       yield* Effect.addFinalizer(() =>
         Effect.gen(function* () {

@@ -9,12 +9,14 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { onClose } from "../common/onClose.js"
 
-/** Whether the edge takes requests, and how many are open (a stream counts until its body ends). */
+/**
+ * Whether the edge takes requests, and how many are open (a stream counts until its body ends). It serves from
+ * the start (whoever mounts the routes decides when they are reachable) until shutdown starts the drain.
+ */
 export declare namespace Lifecycle {
   export interface Service {
     readonly serving: Effect.Effect<boolean>
     readonly draining: Effect.Effect<boolean>
-    readonly markServing: Effect.Effect<void>
     readonly startDraining: Effect.Effect<void>
     /**
      * Counts a request open until the scope (the request's) closes. Requests that arrive while
@@ -31,12 +33,11 @@ export declare namespace Lifecycle {
 export class Lifecycle extends Context.Tag("@iop/edge/Lifecycle")<Lifecycle, Lifecycle.Service>() {}
 
 export const make = Effect.gen(function* () {
-  const state = yield* Ref.make<"starting" | "serving" | "draining">("starting")
+  const state = yield* Ref.make<"serving" | "draining">("serving")
   const open = yield* SubscriptionRef.make(0)
   return {
     serving: Ref.get(state).pipe(Effect.map((s) => s === "serving")),
     draining: Ref.get(state).pipe(Effect.map((s) => s === "draining")),
-    markServing: Ref.update(state, (s) => (s === "starting" ? "serving" : s)),
     startDraining: Ref.set(state, "draining"),
     // A request that arrives while draining is not counted: a stream of them must not hold the drain open.
     track: Ref.get(state).pipe(

@@ -8,15 +8,13 @@ import * as Responses from "../dialects/responses/Responses.js"
 import * as Messages from "../dialects/messages/Messages.js"
 import { estimateInputTokens } from "../dialects/messages/countTokens.js"
 import { decodeCountTokens } from "../dialects/messages/request.js"
-import { EdgeConfig, findModel } from "../config/EdgeConfig.js"
+import { EdgeConfig } from "../config/EdgeConfig.js"
 import { DEFAULT_MAX_TOOL_SCHEMA_BYTES } from "../chat/buildChatRequest.js"
 import type { Dialect, EdgeError, ErrorAnswer } from "../dialects/Dialect.js"
 import { Responder } from "../dialects/Responder.js"
 import { clip } from "../common/clip.js"
 import { Metrics } from "../observability/Metrics.js"
 import { NodeRegistry } from "../run/NodeRegistry.js"
-import { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
-import * as Option from "effect/Option"
 import { allows, makeKeyCheck, presentedKey } from "./Auth.js"
 import { Limits } from "./Limits.js"
 import { ModelNotFound } from "../chat/errors.js"
@@ -95,13 +93,22 @@ const readBody = (limit: number) =>
     })
   })
 
+/** Anthropic's clients send `anthropic-version` on every request: they get Anthropic's shapes. */
+const isAnthropic = Effect.map(HttpServerRequest.HttpServerRequest, (r) => r.headers["anthropic-version"] !== undefined)
+
+/** The edge server's answer to a route it does not have, in the caller's API's shape. */
+export const notFound = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const error = new RouteNotFound({ method: request.method, path: request.url })
+  return (yield* isAnthropic) ? answer(Messages.dialect.error(error)) : errorResponse(error)
+})
+
 export const makeRoutes = Effect.gen(function* () {
   const config = yield* EdgeConfig
   const responder = yield* Responder
   const metrics = yield* Metrics
   const lifecycle = yield* Lifecycle
   const registry = yield* NodeRegistry
-  const discovery = yield* NatsDiscovery
   const checkKey = makeKeyCheck(config.server.apiKeys)
   const limits = yield* Limits
   const requestLimits = { maxToolSchemaBytes: config.runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES }
@@ -116,16 +123,13 @@ export const makeRoutes = Effect.gen(function* () {
     return check
   })
 
-  /** The model a caller's name (an id or an alias) names: configured here, or announced by a live remote node. */
+  /** The model a caller's name (an id or an alias) names, as a registered node (local or remote) serves it. */
   const resolveModel = (name: string) =>
-    Effect.gen(function* () {
-      const local = findModel(config.models, name)
-      if (local !== undefined) return local
-      const announced = yield* discovery.findModel(name)
-      if (Option.isSome(announced)) return announced.value
+    Effect.suspend(() => {
+      const model = registry.findModel(name)
+      if (model !== undefined) return Effect.succeed(model)
       // A model some node served before, with no live node now (node gone, bus down): an outage, not a 404.
-      if (yield* discovery.wasAnnounced(name)) return yield* Effect.fail(new NoNodeForModel({ model: name }))
-      return yield* Effect.fail(new ModelNotFound({ model: name }))
+      return Effect.fail(registry.wasServed(name) ? new NoNodeForModel({ model: name }) : new ModelNotFound({ model: name }))
     })
 
   /** One dialect's route: the same guard, body limit, model resolution, limits and response path for every API. */
@@ -152,17 +156,13 @@ export const makeRoutes = Effect.gen(function* () {
       })
     )
 
-  /** Anthropic's clients send `anthropic-version` on every request: they get Anthropic's shapes. */
-  const isAnthropic = Effect.map(HttpServerRequest.HttpServerRequest, (r) => r.headers["anthropic-version"] !== undefined)
-
   const models = Effect.flatMap(isAnthropic, (anthropic) =>
     answerErrors(
       anthropic ? Messages.dialect.error : toHttpError,
       Effect.gen(function* () {
         const check = yield* guard
-        const remote = Array.from((yield* discovery.announcedModels).values()).flat()
         const names = new Set<string>()
-        for (const m of [...config.models, ...remote]) {
+        for (const m of registry.models()) {
           if (!allows(check, m.id)) continue
           names.add(m.id)
           for (const alias of m.aliases) names.add(alias)
@@ -202,12 +202,6 @@ export const makeRoutes = Effect.gen(function* () {
     Effect.map(({ body, contentType }) => HttpServerResponse.text(body, { contentType }))
   )
 
-  const notFound = Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const error = new RouteNotFound({ method: request.method, path: request.url })
-    return (yield* isAnthropic) ? answer(Messages.dialect.error(error)) : errorResponse(error)
-  })
-
   return HttpRouter.empty.pipe(
     HttpRouter.post("/v1/chat/completions", serve(ChatCompletions.dialect)),
     HttpRouter.post("/v1/responses", serve(Responses.dialect)),
@@ -217,7 +211,6 @@ export const makeRoutes = Effect.gen(function* () {
     HttpRouter.get("/", root),
     HttpRouter.get("/v1/models", models),
     HttpRouter.get("/healthz", health),
-    HttpRouter.get("/metrics", metricsText),
-    HttpRouter.all("*", notFound)
+    HttpRouter.get("/metrics", metricsText)
   )
 })

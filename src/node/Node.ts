@@ -1,7 +1,7 @@
 import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type { ModelConfig } from "../config/EdgeConfig.js"
+import type { ModelConfig, ModelOptions } from "../config/EdgeConfig.js"
 import * as Echo from "../providers/echo/Echo.js"
 import * as OpenAiProvider from "../providers/openai/OpenAiProvider.js"
 import type { Provider } from "../providers/Provider.js"
@@ -11,10 +11,16 @@ import type { RunSink } from "../run/RunSink.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
 import { onCloseSync } from "../common/onClose.js"
 
+/** A model a node serves: its options (what the chat plane applies) and the provider that runs it. */
+export interface ServedModel {
+  readonly model: ModelOptions
+  readonly provider: Provider
+}
+
 /** Hosts the providers of its models and executes runs with them. */
 export interface Node {
   readonly id: NodeId
-  readonly models: ReadonlyArray<string>
+  readonly models: ReadonlyArray<ModelOptions>
   readonly maxConcurrentRuns: number
   /**
    * Starts a run with its model's provider, its events into `sink`; closing
@@ -24,6 +30,7 @@ export interface Node {
   readonly activeRuns: Effect.Effect<number>
 }
 
+/** The built-in provider a configured model names (`echo` or `openai`). */
 export const makeProvider = (model: ModelConfig): Effect.Effect<Provider, never, NodeHttpClient.Dispatcher> => {
   const p = model.provider
   switch (p.type) {
@@ -40,32 +47,37 @@ export const makeProvider = (model: ModelConfig): Effect.Effect<Provider, never,
   }
 }
 
+/** Configured models with their built-in providers. */
+export const servedFromConfig = (
+  models: ReadonlyArray<ModelConfig>
+): Effect.Effect<ReadonlyArray<ServedModel>, never, NodeHttpClient.Dispatcher> =>
+  Effect.forEach(models, (model) => Effect.map(makeProvider(model), (provider) => ({ model, provider })))
+
 export const make = (options: {
   readonly id: NodeId
-  readonly models: ReadonlyArray<ModelConfig>
+  readonly models: ReadonlyArray<ServedModel>
   readonly maxConcurrentRuns: number
-}): Effect.Effect<Node, never, NodeHttpClient.Dispatcher> =>
-  Effect.gen(function* () {
-    const providers = new Map<string, Provider>()
-    for (const model of options.models) providers.set(model.id, yield* makeProvider(model))
-    let active = 0
+}): Node => {
+  const providers = new Map<string, Provider>()
+  for (const served of options.models) providers.set(served.model.id, served.provider)
+  let active = 0
 
-    const execute = (_runId: RunId, request: SubmitRunRequest, sink: RunSink) => {
-      const provider = providers.get(request.model)
-      if (provider === undefined) {
-        return Effect.sync(() => {
-          sink.emit([RunEvent.failed(`node ${options.id} does not serve model "${request.model}"`)])
-        })
-      }
-      active += 1
-      return onCloseSync(() => (active -= 1)).pipe(Effect.zipRight(provider.start(request, sink)))
+  const execute = (_runId: RunId, request: SubmitRunRequest, sink: RunSink) => {
+    const provider = providers.get(request.model)
+    if (provider === undefined) {
+      return Effect.sync(() => {
+        sink.emit([RunEvent.failed(`node ${options.id} does not serve model "${request.model}"`)])
+      })
     }
+    active += 1
+    return onCloseSync(() => (active -= 1)).pipe(Effect.zipRight(provider.start(request, sink)))
+  }
 
-    return {
-      id: options.id,
-      models: options.models.map((m) => m.id),
-      maxConcurrentRuns: options.maxConcurrentRuns,
-      execute,
-      activeRuns: Effect.sync(() => active)
-    } satisfies Node
-  })
+  return {
+    id: options.id,
+    models: options.models.map((m) => m.model),
+    maxConcurrentRuns: options.maxConcurrentRuns,
+    execute,
+    activeRuns: Effect.sync(() => active)
+  }
+}

@@ -9,7 +9,8 @@ import * as LogLevel from "effect/LogLevel"
 import { clipJsonString, utf8Bytes } from "../common/clip.js"
 import type { LogConfig } from "../config/EdgeConfig.js"
 
-const levels: Record<LogConfig["level"], LogLevel.LogLevel> = {
+/** The Effect log level of a configured `log.level`. */
+export const levels: Record<LogConfig["level"], LogLevel.LogLevel> = {
   debug: LogLevel.Debug,
   info: LogLevel.Info,
   warn: LogLevel.Warning,

@@ -9,11 +9,13 @@ import type { NodeId, RunId } from "./RunEvent.js"
 import type { RunSink } from "./RunSink.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
 import { onCloseSync } from "../common/onClose.js"
+import { findModel as findByName, type ModelOptions } from "../config/EdgeConfig.js"
 
 /** A node as the edge reaches it through some transport. */
 export interface NodeConnection {
   readonly id: NodeId
-  readonly models: ReadonlyArray<string>
+  /** The models it serves, with the options the chat plane applies to them (parsers, reasoning, output). */
+  readonly models: ReadonlyArray<ModelOptions>
   readonly maxConcurrentRuns: number
   /**
    * Starts a run whose events go into `sink`; succeeds once the node took
@@ -52,6 +54,7 @@ export interface NodeLease {
 /** One registered node. Mutable, owned by the registry: every change is synchronous. */
 interface Entry {
   readonly node: NodeConnection
+  readonly ids: ReadonlySet<string>
   inFlight: number
   readonly watchers: Set<() => void>
 }
@@ -66,6 +69,18 @@ export declare namespace NodeRegistry {
       exclude?: ReadonlySet<NodeId>
     ) => Effect.Effect<NodeLease, SubmitError, Scope.Scope>
     readonly nodes: Effect.Effect<ReadonlyArray<NodeStatus>>
+    /**
+     * The model a caller's name (an id or an alias) names, as a live node serves it: the catalogue is the
+     * registered nodes, not a config file.
+     */
+    readonly findModel: (name: string) => ModelOptions | undefined
+    /** Every model some live node serves, once each (the first node's options). */
+    readonly models: () => ReadonlyArray<ModelOptions>
+    /**
+     * Whether some node served `name` (an id or alias) since the registry started (bounded memory): a known
+     * model with no live node is an outage (503), not an unknown model (404).
+     */
+    readonly wasServed: (name: string) => boolean
     /** Node joined/left events from now on (subscribed when this runs, until the scope closes). */
     readonly subscribe: Effect.Effect<Stream.Stream<NodeEvent>, never, Scope.Scope>
   }
@@ -75,7 +90,7 @@ export class NodeRegistry extends Context.Tag("@iop/edge/NodeRegistry")<NodeRegi
 
 const status = (e: Entry): NodeStatus => ({
   id: e.node.id,
-  models: e.node.models,
+  models: Array.from(e.ids),
   maxConcurrentRuns: e.node.maxConcurrentRuns,
   inFlight: e.inFlight
 })
@@ -84,7 +99,7 @@ const load = (e: { readonly node: NodeConnection; readonly inFlight: number }): 
   Number.isFinite(e.node.maxConcurrentRuns) ? e.inFlight / e.node.maxConcurrentRuns : e.inFlight
 
 /** Least busy by load ratio, then by in-flight count; nodes at capacity are skipped. */
-export const selectNode = <E extends { readonly node: NodeConnection; readonly inFlight: number }>(
+export const selectNode = <E extends { readonly node: NodeConnection; readonly ids: ReadonlySet<string>; readonly inFlight: number }>(
   entries: Iterable<E>,
   model: string,
   exclude?: ReadonlySet<NodeId>
@@ -92,7 +107,7 @@ export const selectNode = <E extends { readonly node: NodeConnection; readonly i
   let best: E | undefined
   let serves = false
   for (const e of entries) {
-    if (!e.node.models.includes(model) || exclude?.has(e.node.id) === true) continue
+    if (!e.ids.has(model) || exclude?.has(e.node.id) === true) continue
     serves = true
     if (e.inFlight >= e.node.maxConcurrentRuns) continue
     if (best === undefined || load(e) < load(best) || (load(e) === load(best) && e.inFlight < best.inFlight)) best = e
@@ -100,16 +115,33 @@ export const selectNode = <E extends { readonly node: NodeConnection; readonly i
   return best ?? (serves ? "full" : "none")
 }
 
+const MAX_REMEMBERED_NAMES = 4096
+
 export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* () {
   // Plain mutable state: every read and write below is one synchronous step, so no Ref is needed.
   const entries = new Map<NodeId, Entry>()
   const hub = yield* PubSub.unbounded<NodeEvent>()
+  // Names ever served, oldest first; bounded so that a flood of remote announcements cannot grow it forever.
+  const everServed = new Set<string>()
+  const remember = (models: ReadonlyArray<ModelOptions>) => {
+    for (const m of models) {
+      for (const name of [m.id, ...m.aliases]) {
+        everServed.delete(name)
+        everServed.add(name)
+      }
+    }
+    for (const name of everServed) {
+      if (everServed.size <= MAX_REMEMBERED_NAMES) break
+      everServed.delete(name)
+    }
+  }
 
   const register = (node: NodeConnection) =>
     Effect.acquireRelease(
       Effect.suspend(() => {
-        const entry: Entry = { node, inFlight: 0, watchers: new Set() }
+        const entry: Entry = { node, ids: new Set(node.models.map((m) => m.id)), inFlight: 0, watchers: new Set() }
         entries.set(node.id, entry)
+        remember(node.models)
         return PubSub.publish(hub, { _tag: "NodeJoined", node: status(entry) }).pipe(Effect.as(entry))
       }),
       (entry) =>
@@ -155,6 +187,19 @@ export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* ()
     register,
     acquire,
     nodes: Effect.sync(() => Array.from(entries.values(), status)),
+    findModel: (name) => {
+      for (const e of entries.values()) {
+        const model = findByName(e.node.models, name)
+        if (model !== undefined) return model
+      }
+      return undefined
+    },
+    models: () => {
+      const byId = new Map<string, ModelOptions>()
+      for (const e of entries.values()) for (const m of e.node.models) if (!byId.has(m.id)) byId.set(m.id, m)
+      return Array.from(byId.values())
+    },
+    wasServed: (name) => everServed.has(name),
     subscribe: PubSub.subscribe(hub).pipe(Effect.map((queue) => Stream.fromQueue(queue)))
   }
 })

@@ -101,7 +101,6 @@ describe("drain", () => {
   it.scoped("requests that arrive while draining are answered, not waited for: a steady stream of them cannot hold the drain", () =>
     Effect.gen(function* () {
       const lifecycle = yield* Lifecycle.make
-      yield* lifecycle.markServing
       const before = yield* Scope.make()
       yield* lifecycle.track.pipe(Scope.extend(before))
       yield* lifecycle.startDraining

@@ -13,7 +13,8 @@ import type { SubmitRunRequest } from "../../src/run/SubmitRunRequest.js"
 import { recordingSink } from "../support/RecordingSink.js"
 
 const echo = Schema.decodeUnknownSync(ModelConfig)({ id: "echo", provider: { type: "echo", tokenDelayMs: 10 } })
-const make = Node.make({ id: NodeId.make("n"), models: [echo], maxConcurrentRuns: 4 }).pipe(
+const make = Node.servedFromConfig([echo]).pipe(
+  Effect.map((models) => Node.make({ id: NodeId.make("n"), models, maxConcurrentRuns: 4 })),
   Effect.provide(NodeHttpClient.dispatcherLayer)
 )
 const request = (model: string, text: string): SubmitRunRequest => ({

@@ -17,6 +17,7 @@ import * as RunServiceM from "../../src/run/RunService.js"
 import { RunService } from "../../src/run/RunService.js"
 import type { SubmitRunRequest } from "../../src/run/SubmitRunRequest.js"
 import { scriptedNode } from "../support/ScriptedNode.js"
+import { modelOptions } from "../../src/config/EdgeConfig.js"
 
 const request = (model: string): SubmitRunRequest => ({ model, messages: [], tools: [], sampling: {}, metadata: {} })
 
@@ -118,7 +119,7 @@ describe("RunService", () => {
       const runs = yield* RunService
       const refusing: NodeConnection = {
         id: NodeId.make("a"),
-        models: ["m"],
+        models: [modelOptions("m")],
         maxConcurrentRuns: 1,
         start: () => Effect.fail(new NodeUnavailable({ nodeId: NodeId.make("a"), reason: "at capacity" }))
       }
@@ -143,7 +144,7 @@ describe("RunService", () => {
       const runs = yield* RunService
       yield* registry.register({
         id: NodeId.make("a"),
-        models: ["m"],
+        models: [modelOptions("m")],
         maxConcurrentRuns: 1,
         start: () => Effect.fail(new NodeUnavailable({ nodeId: NodeId.make("a"), reason: "draining" }))
       })

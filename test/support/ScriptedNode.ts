@@ -1,5 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import { modelOptions } from "../../src/config/EdgeConfig.js"
 import { fromStream } from "../../src/providers/Provider.js"
 import type { NodeConnection } from "../../src/run/NodeRegistry.js"
 import { NodeId, type RunEvent } from "../../src/run/RunEvent.js"
@@ -21,7 +22,7 @@ export const scriptedNode = (
   const requests: Array<SubmitRunRequest> = []
   const connection: NodeConnection = {
     id: NodeId.make(id),
-    models,
+    models: models.map((m) => modelOptions(m)),
     maxConcurrentRuns,
     start: (runId, request, sink) =>
       Effect.gen(function* () {

@@ -8,7 +8,7 @@ import {
 } from "../../chat/buildChatRequest.js"
 import { ModelNotFound } from "../../chat/errors.js"
 import type { ReasoningField } from "../../chat/policy.js"
-import { type EdgeConfigShape, findModel, type ModelConfig } from "../../config/EdgeConfig.js"
+import { type EdgeConfigShape, findModel, type ModelOptions } from "../../config/EdgeConfig.js"
 import { clip, primaryIssue } from "../../config/parseIssues.js"
 import { InvalidRequest } from "../../http/errors.js"
 import { ChatCompletionRequest } from "./wire.js"
@@ -40,7 +40,7 @@ const defined = <T>(value: T | null | undefined): T | undefined => (value === nu
 /** A Chat Completions request, its model resolved, as the chat plane's request. */
 export const toChatRequest = (
   wire: ChatCompletionRequest,
-  model: ModelConfig,
+  model: ModelOptions,
   limits: ChatRequestLimits
 ): Either.Either<DialectRequest, InvalidRequest> => {
   const metadata = wire.metadata ?? {}

@@ -1,7 +1,7 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { buildChatRequest, type ChatRequestLimits, type DialectRequest } from "../../chat/buildChatRequest.js"
-import type { ModelConfig } from "../../config/EdgeConfig.js"
+import type { ModelOptions } from "../../config/EdgeConfig.js"
 import { clip, primaryIssue } from "../../config/parseIssues.js"
 import { InvalidRequest } from "../../http/errors.js"
 import type { ChatMessage, ContentPart, FunctionTool, MessageToolCall, ToolChoice } from "../../run/SubmitRunRequest.js"
@@ -350,7 +350,7 @@ const MAX_USER_CHARS = 256
 /** A Messages request, its model resolved, as the chat plane's request. */
 export const toChatRequest = (
   wire: MessagesRequest,
-  model: ModelConfig,
+  model: ModelOptions,
   limits: ChatRequestLimits
 ): Either.Either<DialectRequest, InvalidRequest> => {
   const notes: Array<string> = []

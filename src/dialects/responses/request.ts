@@ -2,7 +2,7 @@ import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { buildChatRequest, type ChatRequestLimits, type DialectRequest } from "../../chat/buildChatRequest.js"
-import type { ModelConfig } from "../../config/EdgeConfig.js"
+import type { ModelOptions } from "../../config/EdgeConfig.js"
 import { clip, primaryIssue } from "../../config/parseIssues.js"
 import { InvalidRequest } from "../../http/errors.js"
 import type { FunctionTool, JsonObject, SamplingParams, ToolChoice } from "../../run/SubmitRunRequest.js"
@@ -256,7 +256,7 @@ const notForwarded = (wire: ResponsesRequest): Readonly<Record<string, string>> 
 /** A Responses request, its model resolved, as the chat plane's request. */
 export const toChatRequest = (
   wire: ResponsesRequest,
-  model: ModelConfig,
+  model: ModelOptions,
   limits: ChatRequestLimits
 ): Either.Either<DialectRequest, InvalidRequest> =>
   Either.gen(function* () {

@@ -57,7 +57,8 @@ export const messagesEdge = (handler: Handler | Script, options: EdgeOptions = {
       decodeConfigJson("test", {
         server: { apiKeys: options.apiKeys ?? [] },
         runs: { toolValidationAttempts: options.toolValidationAttempts ?? 2 },
-        log: { level: "none" },
+        // The edge logs at the config's level (honoured by the library layers); the test captures debug lines.
+        log: { level: "debug" },
         models: [
           { id: "model", aliases: options.aliases ?? ["claude-sonnet-4-5"], provider },
           { id: "strict", provider, output: { strict: true } },

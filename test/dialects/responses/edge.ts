@@ -48,7 +48,8 @@ export const testEdge = (handler: Handler | Script) =>
     const config = Either.getOrThrow(
       decodeConfigJson("test", {
         runs: { toolValidationAttempts: 2 },
-        log: { level: "none" },
+        // The edge logs at the config's level (honoured by the library layers); the test captures debug lines.
+        log: { level: "debug" },
         models: [
           { id: "model", aliases: ["gpt-5.5"], provider },
           { id: "strict", provider, output: { strict: true } },

@@ -8,7 +8,7 @@ import * as FiberId from "effect/FiberId"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
-import { ModelConfig } from "../../../src/config/EdgeConfig.js"
+import { ModelConfig, modelOptions } from "../../../src/config/EdgeConfig.js"
 import * as Node from "../../../src/node/Node.js"
 import type { Provider } from "../../../src/providers/Provider.js"
 import { NodeDisconnected, type RunError } from "../../../src/run/errors.js"
@@ -148,7 +148,7 @@ export const nodeOf = (id: string, providers: Readonly<Record<string, Provider>>
   let active = 0
   return {
     id: NodeId.make(id),
-    models: Object.keys(providers),
+    models: Object.keys(providers).map((m) => modelOptions(m)),
     maxConcurrentRuns,
     execute: (_runId, req, sink) => {
       const provider = providers[req.model]
@@ -174,7 +174,7 @@ export const serveNode = (
     yield* NodeServer.serve(node, {
       bus,
       nodeId: node.id,
-      models: options.models ?? node.models.map((m) => echoModel(0, m)),
+      models: options.models ?? node.models.map((m) => echoModel(0, m.id)),
       ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})
     }).pipe(Effect.provideService(NatsBus.NatsConnection, conn), Scope.extend(scope))
     return { node, conn, scope }
@@ -188,8 +188,8 @@ export const makeNode = (
 ) =>
   Effect.gen(function* () {
     const model = echoModel(options.tokenDelayMs ?? 0)
-    const node = yield* Node.make({ id: NodeId.make(id), models: [model], maxConcurrentRuns: options.maxConcurrentRuns ?? 4 })
-      .pipe(Effect.provide(NodeHttpClient.dispatcherLayer))
+    const models = yield* Node.servedFromConfig([model]).pipe(Effect.provide(NodeHttpClient.dispatcherLayer))
+    const node = Node.make({ id: NodeId.make(id), models, maxConcurrentRuns: options.maxConcurrentRuns ?? 4 })
     return yield* serveNode(bus, node, {
       models: [model],
       ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})

@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as RunEvent from "../../../src/run/RunEvent.js"
 import { NodeId, RunId } from "../../../src/run/RunEvent.js"
@@ -53,9 +52,8 @@ describe("NATS transport", () => {
       expect(remote.sink.batches).toEqual(local.batches)
       expect(local.events.at(-1)?._tag).toBe("Complete")
       // The edge learned the node's model config, output options included.
-      const announced = yield* edge.discovery.findModel("echo")
-      expect(Option.map(announced, (m) => m.output.strict)).toEqual(Option.some(false))
-      expect(Array.from((yield* edge.discovery.announcedModels).keys())).toEqual(["n1"])
+      expect(edge.registry.findModel("echo")?.output.strict).toBe(false)
+      expect((yield* edge.registry.nodes).map((n) => n.id)).toEqual(["n1"])
       yield* waitFor(node.activeRuns, (n) => n === 0)
     }))
 
@@ -65,12 +63,12 @@ describe("NATS transport", () => {
       const { scope } = yield* makeNode(bus, "n1")
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
-      expect(yield* edge.discovery.wasAnnounced("echo")).toBe(true)
-      expect(yield* edge.discovery.wasAnnounced("never-served")).toBe(false)
+      expect(edge.registry.wasServed("echo")).toBe(true)
+      expect(edge.registry.wasServed("never-served")).toBe(false)
       yield* Scope.close(scope, Exit.void)
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 0)
-      expect(Option.isNone(yield* edge.discovery.findModel("echo"))).toBe(true)
-      expect(yield* edge.discovery.wasAnnounced("echo")).toBe(true)
+      expect(edge.registry.findModel("echo")).toBeUndefined()
+      expect(edge.registry.wasServed("echo")).toBe(true)
     }))
 
   it.scopedLive("least busy: two runs go to two nodes", () =>

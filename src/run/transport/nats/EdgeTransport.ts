@@ -7,13 +7,11 @@ import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import { randomBytes } from "node:crypto"
-import { findModel as findModelByName, type ModelConfig } from "../../../config/EdgeConfig.js"
 import { NodeUnavailable, RunRequestTooLarge } from "../../errors.js"
 import { type NodeConnection, NodeRegistry } from "../../NodeRegistry.js"
 import * as RunEvent from "../../RunEvent.js"
@@ -131,17 +129,8 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) =>
 // Discovery
 
 export interface Discovery {
+  /** This edge's id on the bus. Remote nodes (and their models) are in the NodeRegistry while they live. */
   readonly edgeId: string
-  /** The models each live node announced (upstream secrets removed), by node. */
-  readonly announcedModels: Effect.Effect<ReadonlyMap<NodeId, ReadonlyArray<ModelConfig>>>
-  /** The config of a model some live node announces, for the chat plane's output options. */
-  /** The model a name (an id or an alias) names, as some live node announced it. */
-  readonly findModel: (name: string) => Effect.Effect<Option.Option<ModelConfig>>
-  /**
-   * Whether a node has announced `modelId` since this edge started (bounded memory): a known model with no
-   * live node is an outage (503), not an unknown model (404).
-   */
-  readonly wasAnnounced: (modelId: string) => Effect.Effect<boolean>
 }
 
 export class NatsDiscovery extends Context.Tag("@iop/edge/NatsDiscovery")<NatsDiscovery, Discovery>() {}
@@ -158,8 +147,6 @@ interface Known {
   readonly announce: P.NodeAnnounce
   readonly scope: Scope.CloseableScope
 }
-
-const MAX_REMEMBERED_MODELS = 4096
 
 export const newEdgeId = (): string => `edge_${randomBytes(8).toString("base64url")}`
 
@@ -184,24 +171,11 @@ export const discover = (
     const S = P.subjects(bus.subjectPrefix)
     const timeoutMs = options.bus.nodeTimeoutMs
     const known = yield* SynchronizedRef.make(new Map<NodeId, Known>())
-    // Model ids ever announced, oldest first; bounded so that a flood of announcements cannot grow it forever.
-    const everAnnounced = new Set<string>()
-    const remember = (a: P.NodeAnnounce) => {
-      for (const m of a.models) {
-        everAnnounced.delete(m.id)
-        everAnnounced.add(m.id)
-      }
-      for (const id of everAnnounced) {
-        if (everAnnounced.size <= MAX_REMEMBERED_MODELS) break
-        everAnnounced.delete(id)
-      }
-    }
-
     const connection = (a: P.NodeAnnounce): NodeConnection => {
       const start = remoteStart(bus, { edgeId, nodeId: a.nodeId, replyTimeoutMs: timeoutMs })
       return {
         id: a.nodeId,
-        models: a.models.map((m) => m.id),
+        models: a.models,
         maxConcurrentRuns: a.maxConcurrentRuns,
         start
       }
@@ -224,7 +198,6 @@ export const discover = (
       SynchronizedRef.updateEffect(known, (m) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          remember(a)
           const prev = m.get(a.nodeId)
           if (prev !== undefined && prev.instanceId === a.instanceId) {
             return new Map(m).set(a.nodeId, { ...prev, lastSeen: now, announce: a })
@@ -301,34 +274,11 @@ export const discover = (
     yield* watchNodes.pipe(Effect.repeat(Schedule.spaced(Duration.millis(watchInterval))), Effect.forkScoped)
     yield* Effect.logInfo("edge discovering nodes over NATS").pipe(Effect.annotateLogs({ edgeId }))
 
-    const announcedModels = SynchronizedRef.get(known).pipe(
-      Effect.map((m): ReadonlyMap<NodeId, ReadonlyArray<ModelConfig>> =>
-        new Map(Array.from(m, ([id, k]) => [id, k.announce.models]))
-      )
-    )
-    const findModel = (modelId: string) =>
-      SynchronizedRef.get(known).pipe(
-        Effect.map((m) => {
-          for (const k of m.values()) {
-            const model = findModelByName(k.announce.models, modelId)
-            if (model !== undefined) return Option.some(model)
-          }
-          return Option.none()
-        })
-      )
-
-    const wasAnnounced = (modelId: string) => Effect.sync(() => everAnnounced.has(modelId))
-
-    return { edgeId, announcedModels, findModel, wasAnnounced } satisfies Discovery
+    return { edgeId } satisfies Discovery
   })
 
 /** The discovery of an edge without a bus: no remote nodes, no announced models. */
-export const noDiscovery: Discovery = {
-  edgeId: "",
-  announcedModels: Effect.succeed(new Map()),
-  findModel: () => Effect.succeedNone,
-  wasAnnounced: () => Effect.succeed(false)
-}
+export const noDiscovery: Discovery = { edgeId: "" }
 
 /** The edge's side of the bus: connection, discovery and heartbeat, for as long as the layer lives. */
 export const edgeLayer = (

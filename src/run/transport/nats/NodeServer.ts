@@ -161,7 +161,7 @@ export const serve = (
     const S = P.subjects(bus.subjectPrefix)
     const timeoutMs = options.bus.nodeTimeoutMs
     const instanceId = randomBytes(8).toString("base64url")
-    const served = new Set(node.models)
+    const served = new Set(node.models.map((m) => m.id))
     const announced = options.models.filter((m) => served.has(m.id)).map(P.publicModel)
     const max = node.maxConcurrentRuns
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
@@ -342,7 +342,7 @@ export const serve = (
       }).pipe(Effect.annotateLogs({ nodeId: options.nodeId }))
     )
     yield* Effect.logInfo("node serving over NATS").pipe(
-      Effect.annotateLogs({ nodeId: options.nodeId, models: node.models.join(","), subject: runSubject })
+      Effect.annotateLogs({ nodeId: options.nodeId, models: node.models.map((m) => m.id).join(","), subject: runSubject })
     )
   })
 
@@ -359,9 +359,9 @@ export const nodeLayer = (options: {
   Layer.scopedDiscard(
     Effect.gen(function* () {
       const nodeId = NodeId.make(options.node.id)
-      const node = yield* Node.make({
+      const node = Node.make({
         id: nodeId,
-        models: options.models,
+        models: yield* Node.servedFromConfig(options.models),
         maxConcurrentRuns: options.node.maxConcurrentRuns
       })
       yield* serve(node, {

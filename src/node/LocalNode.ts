@@ -1,0 +1,59 @@
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { modelOptions } from "../config/EdgeConfig.js"
+import type { ModelOptions as ModelOptionsSchema } from "../config/EdgeConfig.js"
+import type { Provider } from "../providers/Provider.js"
+import { NodeRegistry } from "../run/NodeRegistry.js"
+import { NodeId } from "../run/RunEvent.js"
+import * as InProcess from "../run/transport/InProcess.js"
+import * as Node from "./Node.js"
+
+/** A model as a caller of `serve` names it: its id, or its options (defaults filled in). */
+export type ModelInput = string | typeof ModelOptionsSchema.Encoded
+
+export interface LocalNodeOptions {
+  /** The node's id in logs and metrics; unique among the registered nodes. */
+  readonly id: string
+  readonly models: ReadonlyArray<Node.ServedModel>
+  /** Runs it takes at once (default: unlimited); more go to another node serving the model, or get 429. */
+  readonly maxConcurrentRuns?: number
+}
+
+/**
+ * A node in this process, registered (so its models are served over HTTP and by `RunService`) until the
+ * layer's scope closes. Runs go straight into the provider over the in-process transport. The edge's own
+ * configured models are served through this door too (`EmbeddedNodeLive`).
+ */
+export const layer = (options: LocalNodeOptions): Layer.Layer<never, never, NodeRegistry> =>
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      if (options.models.length === 0) return
+      const registry = yield* NodeRegistry
+      const node = Node.make({
+        id: NodeId.make(options.id),
+        models: options.models,
+        maxConcurrentRuns: options.maxConcurrentRuns ?? Number.POSITIVE_INFINITY
+      })
+      yield* registry.register(InProcess.connect(node))
+    })
+  )
+
+/**
+ * One model served by your provider: `LocalNode.serve("mine", Provider.fromStream(...))`. The provider may be
+ * built by an effect (it is built once, when the layer is). The node's id is `local:<model id>`.
+ */
+export const serve = <E = never, R = never>(
+  model: ModelInput,
+  provider: Provider | Effect.Effect<Provider, E, R>,
+  options?: { readonly maxConcurrentRuns?: number }
+): Layer.Layer<never, E, R | NodeRegistry> => {
+  const served = modelOptions(model)
+  return Layer.unwrapEffect(
+    Effect.map(Effect.isEffect(provider) ? provider : Effect.succeed(provider), (p) =>
+      layer({
+        id: `local:${served.id}`,
+        models: [{ model: served, provider: p }],
+        ...(options?.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: options.maxConcurrentRuns } : {})
+      }))
+  )
+}
