@@ -17,16 +17,22 @@ import { Responder, ResponderLive } from "./dialects/Responder.js"
 import { GracefulShutdownLive, HttpAppLive, NodeServerLive } from "./http/HttpLive.js"
 import { Lifecycle, LifecycleLive } from "./http/Lifecycle.js"
 import { Limits, LimitsLive } from "./http/Limits.js"
-import { EmbeddedNodeLive } from "./node/EmbeddedNode.js"
+import * as EmbeddedNode from "./node/EmbeddedNode.js"
 import { Metrics, MetricsLive } from "./observability/Metrics.js"
 import { NodeRegistry, NodeRegistryLive } from "./run/NodeRegistry.js"
 import * as RunServiceM from "./run/RunService.js"
 import { RunService } from "./run/RunService.js"
 
-export { EmbeddedNodeLive } from "./node/EmbeddedNode.js"
 export { MetricsLive, MetricsTest } from "./observability/Metrics.js"
 export { GracefulShutdownLive, httpApp, HttpAppLive, middleware, nodeServerLayer, routes } from "./http/HttpLive.js"
 export type { RouteServices } from "./http/HttpLive.js"
+
+/**
+ * The node inside the edge process: the config's `models` with their built-in providers, over an undici pool
+ * of its own (`EmbeddedNode.EmbeddedNodeLive` takes yours).
+ */
+export const EmbeddedNodeLive: Layer.Layer<never, never, EdgeConfig.EdgeConfig | NodeRegistry> =
+  EmbeddedNode.EmbeddedNodeLive.pipe(Layer.provide(NodeHttpClient.dispatcherLayer))
 
 /** The run service with the config's idle timeout. */
 export const RunServiceLive: Layer.Layer<RunService, never, EdgeConfig.EdgeConfig | NodeRegistry> = Layer.unwrapEffect(
@@ -92,7 +98,7 @@ export const compose = <E>(parts: {
  */
 export const EdgeLive: Layer.Layer<EdgeServices | EdgeConfig.EdgeConfig, ApiKeySourceError, EdgeConfig.EdgeConfig> = compose({
   metrics: MetricsLive,
-  nodes: EmbeddedNodeLive.pipe(Layer.provide(NodeHttpClient.dispatcherLayer))
+  nodes: EmbeddedNodeLive
 })
 
 /** The config as the file's JSON would say it, in code: every field optional, defaults as in docs/configuration.md. */
@@ -102,6 +108,10 @@ export type EdgeConfigInput = typeof EdgeConfig.EdgeConfigSchema.Encoded
 export const decodeConfig = (input: EdgeConfigInput): Effect.Effect<EdgeConfig.EdgeConfigShape, ConfigError> =>
   decodeConfigJson("config", input)
 
+/** The `EdgeConfig` service for a config written in code (decoded as the file is). */
+export const configLayer = (input: EdgeConfigInput): Layer.Layer<EdgeConfig.EdgeConfig, ConfigError> =>
+  Layer.effect(EdgeConfig.EdgeConfig, decodeConfig(input))
+
 /**
  * `EdgeLive` and its `EdgeConfig` for a config written in code:
  * `Edge.layer({ models: [], runs: { idleTimeoutMs: 30_000 } })`.
@@ -109,7 +119,7 @@ export const decodeConfig = (input: EdgeConfigInput): Effect.Effect<EdgeConfig.E
 export const layer = (
   input: EdgeConfigInput
 ): Layer.Layer<EdgeServices | EdgeConfig.EdgeConfig, ConfigError | ApiKeySourceError> =>
-  EdgeLive.pipe(Layer.provideMerge(Layer.effect(EdgeConfig.EdgeConfig, decodeConfig(input))))
+  EdgeLive.pipe(Layer.provideMerge(configLayer(input)))
 
 /** `layer` with the config read from Effect's `Config` (environment by default), e.g. `Config.all({...})`. */
 export const layerConfig = (
@@ -138,7 +148,7 @@ export const serverLayer = <E = never>(
     Layer.provide(
       compose({
         metrics: MetricsLive,
-        nodes: Layer.merge(EmbeddedNodeLive.pipe(Layer.provide(NodeHttpClient.dispatcherLayer)), nodes)
+        nodes: Layer.merge(EmbeddedNodeLive, nodes)
       })
     ),
     // Nothing exports spans from the edge process: recording them would cost per request for nobody.

@@ -103,7 +103,10 @@ export type RouteServices = EdgeConfig | Responder | Metrics | Lifecycle | NodeR
 export const routes: Effect.Effect<HttpRouter.HttpRouter, never, RouteServices> = Effect.gen(function* () {
   const router = yield* makeRoutes
   const level = Logging.levels[(yield* EdgeConfig).log.level]
-  return HttpRouter.use(router, (handler) => Effect.locally(handler, FiberRef.currentMinimumLogLevel, level))
+  // Set for the rest of the request's fiber (not `locally`): the request scope's finalizers (the run's summary
+  // line) run in that fiber after the handler returns.
+  const setLevel = FiberRef.set(FiberRef.currentMinimumLogLevel, level)
+  return HttpRouter.use(router, (handler) => Effect.zipRight(setLevel, handler))
 })
 
 /**
@@ -116,7 +119,9 @@ export const middleware: Effect.Effect<HttpMiddleware.HttpMiddleware, never, Edg
     const config = yield* EdgeConfig
     const apply = edgeMiddleware(yield* Lifecycle, yield* Metrics, config.server)
     const level = Logging.levels[config.log.level]
-    return HttpMiddleware.make((app) => Effect.locally(apply(app), FiberRef.currentMinimumLogLevel, level))
+    // For the rest of the request's fiber, so that the access log (written when the body ends) honours it too.
+    const setLevel = FiberRef.set(FiberRef.currentMinimumLogLevel, level)
+    return HttpMiddleware.make((app) => Effect.zipRight(setLevel, apply(app)))
   })
 
 /** The edge server's app: `routes`, a JSON 404 in the caller's API's shape for anything else, `middleware`. */
