@@ -5,7 +5,6 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -21,6 +20,7 @@ import { RunService } from "../run/RunService.js"
 import type { NatsDiscovery } from "../run/transport/nats/EdgeTransport.js"
 import { HostNotAllowed, OriginNotAllowed } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
+import { nodeSource } from "./nodeSource.js"
 import type { Limits } from "./Limits.js"
 import { fromNodeServer, Listener } from "./Listener.js"
 import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
@@ -53,8 +53,9 @@ const browserGate = <E, R>(
 /**
  * Request id, open-request tracking, the Host/Origin checks, one access-log line per request (written when its
  * body ends), and the close of a connection whose request body was not read or that is answered while draining.
+ * `HttpAppLive` applies it to the routes; behind `HttpApp.toWebHandler` apply it to `HttpRouter.toHttpApp(routes)`.
  */
-const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, server: ServerConfig) => {
+export const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, server: ServerConfig) => {
   const policy = makeOriginPolicy(server)
   return HttpMiddleware.make((app) =>
     Effect.gen(function* () {
@@ -65,15 +66,19 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, 
       yield* annotateFiberLogs({ request_id: requestId })
       yield* lifecycle.track
       const routed = yield* browserGate(decide(policy, request), app)
-      const source = NodeHttpServerRequest.toIncomingMessage(request)
-      const unread = planUnread({
-        headers: request.headers,
-        complete: source.complete,
-        maxBodyBytes: server.maxBodyBytes
-      })
-      // While draining every answer closes its connection, so that none is left idle for the listener's close to cut.
-      const plan = unread._tag === "Keep" && (yield* lifecycle.draining) ? ({ _tag: "Close" } as const) : unread
-      const response = applyPlan(routed, plan, source, server.requestTimeoutMs)
+      const source = nodeSource(request)
+      let response = routed
+      // Behind a web handler (`HttpApp.toWebHandler`) there is no connection of the edge's to close or drain.
+      if (source !== undefined) {
+        const unread = planUnread({
+          headers: request.headers,
+          complete: source.complete,
+          maxBodyBytes: server.maxBodyBytes
+        })
+        // While draining every answer closes its connection, so that none is left idle for the listener's close to cut.
+        const plan = unread._tag === "Keep" && (yield* lifecycle.draining) ? ({ _tag: "Close" } as const) : unread
+        response = applyPlan(routed, plan, source, server.requestTimeoutMs)
+      }
       const path = request.url.split("?")[0] ?? request.url
       const route = routeLabel(request.url)
       yield* onClose(
