@@ -1,16 +1,17 @@
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
+import type * as LogLevel from "effect/LogLevel"
+import type * as Scope from "effect/Scope"
 import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server } from "node:http"
@@ -22,6 +23,7 @@ import type { NodeRegistry } from "../run/NodeRegistry.js"
 import { RunService } from "../run/RunService.js"
 import { HostNotAllowed, OriginNotAllowed } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
+import { nodeSource } from "./nodeSource.js"
 import type { Limits } from "./Limits.js"
 import { fromNodeServer, Listener } from "./Listener.js"
 import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
@@ -54,11 +56,20 @@ const browserGate = <E, R>(
 /**
  * Request id, open-request tracking, the Host/Origin checks, one access-log line per request (written when its
  * body ends), and the close of a connection whose request body was not read or that is answered while draining.
+ * The request's fiber logs at `level` from here on (not `locally`): the access log is written when the body
+ * ends, in that fiber.
  */
-const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, server: ServerConfig) => {
+const edgeMiddleware = (
+  lifecycle: Lifecycle.Service,
+  metrics: Metrics.Service,
+  server: ServerConfig,
+  level: LogLevel.LogLevel
+): EdgeMiddleware => {
   const policy = makeOriginPolicy(server)
-  return HttpMiddleware.make((app) =>
+  const setLevel = FiberRef.set(FiberRef.currentMinimumLogLevel, level)
+  return (app) =>
     Effect.gen(function* () {
+      yield* setLevel
       const request = yield* HttpServerRequest.HttpServerRequest
       const given = request.headers["x-request-id"]
       const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
@@ -66,15 +77,19 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, 
       yield* annotateFiberLogs({ request_id: requestId })
       yield* lifecycle.track
       const routed = yield* browserGate(decide(policy, request), app)
-      const source = NodeHttpServerRequest.toIncomingMessage(request)
-      const unread = planUnread({
-        headers: request.headers,
-        complete: source.complete,
-        maxBodyBytes: server.maxBodyBytes
-      })
-      // While draining every answer closes its connection, so that none is left idle for the listener's close to cut.
-      const plan = unread._tag === "Keep" && (yield* lifecycle.draining) ? ({ _tag: "Close" } as const) : unread
-      const response = applyPlan(routed, plan, source, server.requestTimeoutMs)
+      const source = nodeSource(request)
+      let response = routed
+      // Behind a web handler (`HttpApp.toWebHandler`) there is no connection of the edge's to close or drain.
+      if (source !== undefined) {
+        const unread = planUnread({
+          headers: request.headers,
+          complete: source.complete,
+          maxBodyBytes: server.maxBodyBytes
+        })
+        // While draining every answer closes its connection, so that none is left idle for the listener's close to cut.
+        const plan = unread._tag === "Keep" && (yield* lifecycle.draining) ? ({ _tag: "Close" } as const) : unread
+        response = applyPlan(routed, plan, source, server.requestTimeoutMs)
+      }
       const path = request.url.split("?")[0] ?? request.url
       const route = routeLabel(request.url)
       yield* onClose(
@@ -89,8 +104,10 @@ const edgeMiddleware = (lifecycle: Lifecycle.Service, metrics: Metrics.Service, 
       )
       return HttpServerResponse.setHeader(response, "x-request-id", requestId)
     })
-  )
 }
+
+/** A middleware that keeps the app's error and requirement types (the platform's `HttpMiddleware` erases them). */
+export type EdgeMiddleware = <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | Scope.Scope>
 
 /** What the edge's routes and middleware read. */
 export type RouteServices = EdgeConfig | Responder | Metrics | Lifecycle | NodeRegistry | Limits
@@ -114,15 +131,12 @@ export const routes: Effect.Effect<HttpRouter.HttpRouter, never, RouteServices> 
  * tracking for the drain, the Host/Origin checks and CORS, one access-log line per request, and on a Node server
  * the handling of an unread request body.
  */
-export const middleware: Effect.Effect<HttpMiddleware.HttpMiddleware, never, EdgeConfig | Metrics | Lifecycle> =
-  Effect.gen(function* () {
+export const middleware: Effect.Effect<EdgeMiddleware, never, EdgeConfig | Metrics | Lifecycle> = Effect.gen(
+  function* () {
     const config = yield* EdgeConfig
-    const apply = edgeMiddleware(yield* Lifecycle, yield* Metrics, config.server)
-    const level = Logging.levels[config.log.level]
-    // For the rest of the request's fiber, so that the access log (written when the body ends) honours it too.
-    const setLevel = FiberRef.set(FiberRef.currentMinimumLogLevel, level)
-    return HttpMiddleware.make((app) => Effect.zipRight(setLevel, apply(app)))
-  })
+    return edgeMiddleware(yield* Lifecycle, yield* Metrics, config.server, Logging.levels[config.log.level])
+  }
+)
 
 /** The edge server's app: `routes`, a JSON 404 in the caller's API's shape for anything else, `middleware`. */
 export const httpApp = Effect.gen(function* () {

@@ -1,7 +1,6 @@
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as ChatCompletions from "../dialects/chat-completions/ChatCompletions.js"
 import * as Responses from "../dialects/responses/Responses.js"
@@ -19,8 +18,10 @@ import { allows, makeKeyCheck, presentedKey } from "./Auth.js"
 import { Limits } from "./Limits.js"
 import { ModelNotFound } from "../chat/errors.js"
 import { NoNodeForModel } from "../run/errors.js"
-import { BodyTooLarge, InternalError, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
+import { InternalError, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
+import { readBody } from "./readBody.js"
+import { streamResponse } from "./streamResponse.js"
 import { toHttpError } from "./openaiError.js"
 import { annotateFiberLogs } from "../common/onClose.js"
 
@@ -50,48 +51,6 @@ const answerErrors = <R>(
   )
 
 const SSE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" }
-
-/**
- * The request body as text, at most `limit` bytes. A declared length over the
- * limit fails before reading, a chunked body as soon as it passes the limit:
- * the edge middleware (`unreadBody.ts`) then answers with `Connection: close`
- * and reads and drops the rest, bounded, before the connection closes.
- */
-const readBody = (limit: number) =>
-  Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const declared = Number(request.headers["content-length"] ?? "0")
-    if (declared > limit) return yield* Effect.fail(new BodyTooLarge({ limit }))
-    const source = NodeHttpServerRequest.toIncomingMessage(request)
-    return yield* Effect.async<string, BodyTooLarge | InvalidRequest>((resume) => {
-      const chunks: Array<Buffer> = []
-      let size = 0
-      const onData = (chunk: Buffer) => {
-        size += chunk.length
-        if (size > limit) {
-          cleanup()
-          resume(Effect.fail(new BodyTooLarge({ limit })))
-        } else chunks.push(chunk)
-      }
-      const onEnd = () => {
-        cleanup()
-        resume(Effect.succeed(Buffer.concat(chunks).toString("utf8")))
-      }
-      const onError = (e: Error) => {
-        cleanup()
-        resume(Effect.fail(new InvalidRequest({ message: `could not read the request body: ${e.message}`, param: null })))
-      }
-      const cleanup = () => {
-        source.off("data", onData)
-        source.off("end", onEnd)
-        source.off("error", onError)
-      }
-      source.on("data", onData)
-      source.on("end", onEnd)
-      source.on("error", onError)
-      return Effect.sync(cleanup)
-    })
-  })
 
 /** Anthropic's clients send `anthropic-version` on every request: they get Anthropic's shapes. */
 const isAnthropic = Effect.map(HttpServerRequest.HttpServerRequest, (r) => r.headers["anthropic-version"] !== undefined)
@@ -152,7 +111,7 @@ export const makeRoutes = Effect.gen(function* () {
           return HttpServerResponse.unsafeJson(body)
         }
         const body = yield* responder.stream(request, (run) => dialect.streamRenderer(wire, request, run))
-        return HttpServerResponse.raw(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
+        return yield* streamResponse(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
       })
     )
 
