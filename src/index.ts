@@ -2,6 +2,12 @@
  * iop edge as a library: mount the edge's routes in your own Effect HTTP
  * server, or call `ChatCompletions` / `RunService` directly.
  *
+ * The typed Chat Completions API is the `ChatCompletions` namespace: the service `ChatCompletions.ChatCompletions`
+ * (`request`, `create`, `stream`) and the types of its signatures — `ChatCompletion`, `ChatCompletionChunk` (and
+ * their parts; Schemas and types, also exported here at the top), `ChatRequest`, `ChatCompletionRequest`,
+ * `SubmitError` and `RunOutcomeError` (also here at the top; their members are in `RunErrors` and `ChatErrors`),
+ * with `ChatErrors.ModelNotFound` and `HttpErrors.InvalidRequest`.
+ *
  * @example
  * ```ts
  * import { Edge, EdgeConfig } from "iop-edge"
@@ -13,14 +19,17 @@ export * as EdgeConfig from "./config/EdgeConfig.js"
 export * as LoadConfig from "./config/loadConfig.js"
 export * as ChatCompletions from "./dialects/chat-completions/ChatCompletions.js"
 export * as ChatCompletionsRender from "./dialects/chat-completions/render.js"
+export { ChatCompletion, ChatCompletionChunk } from "./dialects/chat-completions/completion.js"
 export * as Chat from "./chat/ChatRun.js"
 export * as ChatRequest from "./chat/ChatRequest.js"
 export * as ChatErrors from "./chat/errors.js"
+export type { RunOutcomeError } from "./chat/errors.js"
 export * as Session from "./chat/session.js"
 export * as Policy from "./chat/policy.js"
 export * as RunService from "./run/RunService.js"
 export * as RunEvent from "./run/RunEvent.js"
 export * as RunErrors from "./run/errors.js"
+export type { SubmitError } from "./run/errors.js"
 export * as SubmitRunRequest from "./run/SubmitRunRequest.js"
 export * as NodeRegistry from "./run/NodeRegistry.js"
 export * as RunSink from "./run/RunSink.js"
@@ -34,4 +43,5 @@ export * as OpenAiProvider from "./providers/openai/OpenAiProvider.js"
 export * as Metrics from "./observability/Metrics.js"
 export * as HttpEdge from "./http/HttpLive.js"
 export * as OpenAiError from "./http/openaiError.js"
+export * as HttpErrors from "./http/errors.js"
 export * as ChatCompletionRequest from "./dialects/chat-completions/wire.js"

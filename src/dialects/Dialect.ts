@@ -43,9 +43,20 @@ export interface StreamRenderer {
   readonly keepAlive?: { readonly afterMs: number; readonly text: string }
 }
 
+/**
+ * A response's items as typed values, for callers in code (`Responder.items`): built once per response. The
+ * run's failure is never an item: it fails the caller's stream.
+ */
+export interface ItemRenderer<A> {
+  /** The items that open the response, given with the run's first batch. */
+  readonly head: ReadonlyArray<A>
+  /** Appends the items of one emission. */
+  readonly emission: (e: Exclude<Emission, { readonly _tag: "Error" }>, out: Array<A>) => void
+}
+
 /** A finished run's non-stream body, or the error it is answered with. */
-export type Rendered =
-  | { readonly _tag: "Body"; readonly body: unknown }
+export type Rendered<B = unknown> =
+  | { readonly _tag: "Body"; readonly body: B }
   | { readonly _tag: "Error"; readonly error: RunOutcomeError }
 
 export interface Dialect<W> {

@@ -1,24 +1,28 @@
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { Readable } from "node:stream"
 import type { ChatRequest } from "../chat/ChatRequest.js"
-import { Chat, outcomeOf } from "../chat/ChatRun.js"
+import { Chat, type ChatRun, outcomeOf } from "../chat/ChatRun.js"
 import { type RunOutcomeError, RunFailed } from "../chat/errors.js"
 import { type Emission, isTerminal, type Terminal } from "../chat/session.js"
 import { onClose } from "../common/onClose.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { SubmitError } from "../run/errors.js"
-import type { Rendered, RunInfo, StreamRenderer } from "./Dialect.js"
+import type { ItemRenderer, Rendered, RunInfo, StreamRenderer } from "./Dialect.js"
 import { SessionBody } from "./SessionBody.js"
 
 /**
  * The one response path of every dialect: a run's session, pulled batch by batch, written as it goes (live) or
  * collected first (strict-buffered streams, non-stream requests, with exact-replay retries in `Chat.collect`).
- * Dialects differ only in the renderers they pass. Each response is counted once, by its API and outcome.
+ * Dialects differ only in the renderers they pass; a typed caller's stream (`items`) is the same response with
+ * values for text. Each response is counted once, by its API and outcome.
  */
 export declare namespace Responder {
   export interface Service {
@@ -32,11 +36,21 @@ export declare namespace Responder {
       request: ChatRequest,
       render: (run: RunInfo) => StreamRenderer
     ) => Effect.Effect<Readable, SubmitError | RunOutcomeError, Scope.Scope>
-    /** Runs to the end (with strict retries) and returns the rendered non-stream body. */
-    readonly complete: (
+    /**
+     * A streamed response as typed items, for callers in code: what `render` makes of each emission, live or (for
+     * strict-buffered requests) once the run was collected, as `stream` writes them. Every failure — a submission
+     * error, the run's failure before or after output — fails the stream with its typed error. The run lives in
+     * the stream's scope: closing or interrupting the stream cancels it.
+     */
+    readonly items: <A>(
       request: ChatRequest,
-      render: (run: RunInfo, emissions: ReadonlyArray<Emission>) => Rendered
-    ) => Effect.Effect<unknown, SubmitError | RunOutcomeError, Scope.Scope>
+      render: (run: RunInfo) => ItemRenderer<A>
+    ) => Stream.Stream<A, SubmitError | RunOutcomeError>
+    /** Runs to the end (with strict retries) and returns the rendered non-stream body. */
+    readonly complete: <B>(
+      request: ChatRequest,
+      render: (run: RunInfo, emissions: ReadonlyArray<Emission>) => Rendered<B>
+    ) => Effect.Effect<B, SubmitError | RunOutcomeError, Scope.Scope>
   }
 }
 
@@ -62,6 +76,23 @@ export const failureBeforeOutput = (out: ReadonlyArray<Emission>): RunOutcomeErr
 }
 
 const createdNow = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
+
+type Live = { readonly _tag: "Live"; readonly info: RunInfo; readonly run: ChatRun; readonly first: ReadonlyArray<Emission> | undefined }
+type Collected = { readonly _tag: "Collected"; readonly info: RunInfo; readonly emissions: ReadonlyArray<Emission> }
+/** A streamed response's run once it produced its first batch (live) or all of it (strict-buffered). */
+type Opened = Live | Collected
+
+const noteTerminal = (out: ReadonlyArray<Emission>, ended: (t: Terminal) => void): void => {
+  const last = out[out.length - 1]
+  if (last !== undefined && isTerminal(last)) ended(last)
+}
+
+const internalError = () => new RunFailed({ reason: "internal error" })
+
+const logDefect = (defect: unknown) =>
+  Effect.logError("stream failed with a defect").pipe(
+    Effect.annotateLogs({ error: defect instanceof Error ? defect.message.slice(0, 500) : "defect" })
+  )
 
 export const make = Effect.gen(function* () {
   const chat = yield* Chat
@@ -92,38 +123,47 @@ export const make = Effect.gen(function* () {
       }
     })
 
-  /** Live: the session's batches rendered as they come, one socket write per batch (`SessionBody`). */
-  const live = (request: ChatRequest, render: (run: RunInfo) => StreamRenderer, ended: (t: Terminal) => void) =>
+  /**
+   * A streamed response's run, up to its first batch: live (the run, its first batch) or, strict-buffered,
+   * collected and validated (maybe replayed) first. Nothing is written before this: a run that failed before any
+   * output (an upstream rejection, an idle timeout) fails here, to be answered as an HTTP error.
+   */
+  const open = (request: ChatRequest, ended: (t: Terminal) => void) =>
     Effect.gen(function* () {
       const created = yield* createdNow
-      const run = yield* chat.open(request)
-      const runtime = yield* Effect.runtime<never>()
-      const noteTerminal = (out: ReadonlyArray<Emission>): void => {
-        const last = out[out.length - 1]
-        if (last !== undefined && isTerminal(last)) ended(last)
+      if (request.policy.buffered) {
+        const result = yield* chat.collect(request)
+        ended(result.terminal)
+        const failure = failureBeforeOutput(result.emissions)
+        if (failure !== undefined) return yield* Effect.fail(failure)
+        // A result that did not validate is written as its error alone, like the non-stream 502.
+        const emissions = result.terminal._tag === "Error" ? [result.terminal] : result.emissions
+        return { _tag: "Collected", info: { runId: result.dispatch.runId, created }, emissions } satisfies Opened
       }
-      // Nothing is written before the run's first batch: a run that failed before any output (an upstream
-      // rejection, an idle timeout) is still an HTTP error; otherwise the stream's head goes out with that batch.
+      const run = yield* chat.open(request)
       const first = yield* run.next
+      if (first !== undefined) noteTerminal(first, ended)
       const failure = first === undefined ? undefined : failureBeforeOutput(first)
-      if (first !== undefined) noteTerminal(first)
       if (failure !== undefined) return yield* Effect.fail(failure)
-      const renderer = render({ runId: run.dispatch.runId, created })
+      return { _tag: "Live", info: { runId: run.dispatch.runId, created }, run, first } satisfies Opened
+    })
+
+  /** Live: the session's batches rendered as they come, one socket write per batch (`SessionBody`). */
+  const live = (opened: Live, renderer: StreamRenderer, ended: (t: Terminal) => void) =>
+    Effect.gen(function* () {
+      const runtime = yield* Effect.runtime<never>()
       // A defect (a bug) must not cut the stream short: it ends as one terminal error event.
       const onDefect = (defect: unknown): string => {
-        Runtime.runSync(runtime)(
-          Effect.logError("stream failed with a defect").pipe(
-            Effect.annotateLogs({ error: defect instanceof Error ? defect.message.slice(0, 500) : "defect" })
-          )
-        )
-        const error: Terminal = { _tag: "Error", error: new RunFailed({ reason: "internal error" }) }
+        Runtime.runSync(runtime)(logDefect(defect))
+        const error: Terminal = { _tag: "Error", error: internalError() }
         ended(error)
         return renderer.batch([error])
       }
-      const head = renderer.head + (first === undefined ? "" : renderer.batch(first))
+      const head = renderer.head + (opened.first === undefined ? "" : renderer.batch(opened.first))
       const clock = yield* Effect.clock
       const now = () => clock.unsafeCurrentTimeMillis()
-      const body = new SessionBody({ run, render: renderer.batch, onBatch: noteTerminal, onDefect, now }, head)
+      const onBatch = (out: ReadonlyArray<Emission>) => noteTerminal(out, ended)
+      const body = new SessionBody({ run: opened.run, render: renderer.batch, onBatch, onDefect, now }, head)
       // One fiber per stream, and only for dialects that ask: it sleeps by the Clock until the run has been silent.
       const keepAlive = renderer.keepAlive
       if (keepAlive !== undefined) {
@@ -140,30 +180,59 @@ export const make = Effect.gen(function* () {
       return body
     })
 
-  /** Strict stream buffer: collected and validated (maybe replayed) before the first byte is written. */
-  const buffered = (request: ChatRequest, render: (run: RunInfo) => StreamRenderer, ended: (t: Terminal) => void) =>
-    Effect.gen(function* () {
-      const created = yield* createdNow
-      const result = yield* chat.collect(request)
-      ended(result.terminal)
-      // Nothing was written: a run that failed before any output is an HTTP error, as it is live.
-      const failure = failureBeforeOutput(result.emissions)
-      if (failure !== undefined) return yield* Effect.fail(failure)
-      // A result that did not validate is written as its error alone, like the non-stream 502.
-      const renderer = render({ runId: result.dispatch.runId, created })
-      const text = result.terminal._tag === "Error"
-        ? renderer.head + renderer.batch([result.terminal])
-        : renderer.head + renderer.batch(result.emissions)
-      return Readable.from([Buffer.from(text)], { objectMode: false })
-    })
-
   const stream: Responder.Service["stream"] = (request, render) =>
     Effect.gen(function* () {
       const ended = yield* track(request, true)
-      return yield* (request.policy.buffered ? buffered(request, render, ended) : live(request, render, ended))
+      const opened = yield* open(request, ended)
+      const renderer = render(opened.info)
+      if (opened._tag === "Live") return yield* live(opened, renderer, ended)
+      const text = renderer.head + renderer.batch(opened.emissions)
+      return Readable.from([Buffer.from(text)], { objectMode: false })
     })
 
-  const complete: Responder.Service["complete"] = (request, render) =>
+  /**
+   * The same response for a typed consumer: one Stream pull per batch (the head comes with the first), the
+   * emissions before a failure given as items, then the failure.
+   */
+  const items: Responder.Service["items"] = <A>(request: ChatRequest, render: (run: RunInfo) => ItemRenderer<A>) =>
+    Stream.unwrapScoped(
+      Effect.gen(function* () {
+        const ended = yield* track(request, true)
+        const opened = yield* open(request, ended)
+        const renderer = render(opened.info)
+        let failure: RunOutcomeError | undefined
+        const itemsOf = (batch: ReadonlyArray<Emission>, out: Array<A>): Array<A> => {
+          for (const e of batch) {
+            if (e._tag === "Error") failure = e.error
+            else renderer.emission(e, out)
+          }
+          return out
+        }
+        const head = itemsOf(opened._tag === "Live" ? opened.first ?? [] : opened.emissions, [...renderer.head])
+        // A defect (a bug) stays a defect for a typed caller; the response is still counted as failed.
+        const next = opened._tag === "Live"
+          ? Effect.tapDefect(opened.run.next, (defect) =>
+            Effect.zipRight(logDefect(defect), Effect.sync(() => ended({ _tag: "Error", error: internalError() }))))
+          : Effect.succeed(undefined)
+        const pull = Effect.suspend((): Effect.Effect<Chunk.Chunk<A>, Option.Option<RunOutcomeError>> => {
+          if (failure !== undefined) return Effect.fail(Option.some(failure))
+          return Effect.flatMap(next, (batch) => {
+            if (batch === undefined) return Effect.fail(Option.none())
+            noteTerminal(batch, ended)
+            const out = itemsOf(batch, [])
+            return out.length === 0 && failure !== undefined
+              ? Effect.fail(Option.some(failure))
+              : Effect.succeed(Chunk.unsafeFromArray(out))
+          })
+        })
+        return Stream.concat(Stream.fromIterable(head), Stream.repeatEffectChunkOption(pull))
+      })
+    )
+
+  const complete: Responder.Service["complete"] = <B>(
+    request: ChatRequest,
+    render: (run: RunInfo, emissions: ReadonlyArray<Emission>) => Rendered<B>
+  ) =>
     Effect.gen(function* () {
       const ended = yield* track(request, false)
       const created = yield* createdNow
@@ -173,7 +242,7 @@ export const make = Effect.gen(function* () {
       return rendered._tag === "Body" ? rendered.body : yield* Effect.fail(rendered.error)
     })
 
-  return { stream, complete } satisfies Responder.Service
+  return { stream, items, complete } satisfies Responder.Service
 })
 
 export const ResponderLive: Layer.Layer<Responder, never, Chat | Metrics> = Layer.effect(Responder, make)

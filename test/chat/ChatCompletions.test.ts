@@ -9,7 +9,6 @@ import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as ChatRun from "../../src/chat/ChatRun.js"
 import { ResponderLive } from "../../src/dialects/Responder.js"
-import { ChatCompletions, ChatCompletionsLive } from "../../src/dialects/chat-completions/ChatCompletions.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
@@ -21,6 +20,7 @@ import * as RunServiceM from "../../src/run/RunService.js"
 import { NodeRegistry, NodeRegistryLive } from "../../src/run/NodeRegistry.js"
 import { eventStream, events, refuse, type Script, scriptedRuns } from "../support/ScriptedRunService.js"
 import { scriptedNode } from "../support/ScriptedNode.js"
+import { jsonBody, sseBody } from "../support/chatCompletionsBodies.js"
 import { parseSse, type StreamItem } from "../support/sse.js"
 
 const config = Either.getOrThrow(
@@ -51,8 +51,7 @@ const chatLayer = ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false
 
 const setup = (scripts: ReadonlyArray<Script>) => {
   const runs = scriptedRuns(scripts)
-  const layer = ChatCompletionsLive.pipe(
-    Layer.provideMerge(ResponderLive),
+  const layer = ResponderLive.pipe(
     Layer.provideMerge(chatLayer),
     Layer.provideMerge(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
   )
@@ -64,8 +63,7 @@ const overRunPlane = (script: Stream.Stream<RunEvent.RunEvent>) => {
   const node = scriptedNode("n1", ["echo", "strict", "buffered"], script)
   const plane = RunServiceM.layer({ idleTimeoutMs: 60_000 }).pipe(Layer.provideMerge(NodeRegistryLive))
   const register = Layer.scopedDiscard(Effect.flatMap(NodeRegistry, (r) => r.register(node.connection)))
-  const layer = ChatCompletionsLive.pipe(
-    Layer.provideMerge(ResponderLive),
+  const layer = ResponderLive.pipe(
     Layer.provideMerge(chatLayer),
     Layer.provide(Layer.mergeAll(MetricsTest, register.pipe(Layer.provideMerge(plane))))
   )
@@ -99,8 +97,7 @@ describe("ChatCompletions", () => {
   it.scoped("idle timeout: 59.9 s without an event keeps the stream open, 60 s ends it with `run timed out` and cancels the run", () => {
     const { node, layer } = overRunPlane(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const body = yield* chat.stream(yield* request({ model: "echo", stream: true }))
+      const body = yield* sseBody(yield* request({ model: "echo", stream: true }))
       const fiber = yield* Effect.fork(collect(body))
       yield* TestClock.adjust("59900 millis")
       expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
@@ -123,10 +120,9 @@ describe("ChatCompletions", () => {
     )
     const { layer } = overRunPlane(slow)
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
       // Nothing is written (the stream is not even returned) before the run's first batch, 50 s in.
       const fiber = yield* Effect.fork(
-        Effect.flatMap(chat.stream(yield* request({ model: "echo", stream: true })), collect)
+        Effect.flatMap(sseBody(yield* request({ model: "echo", stream: true })), collect)
       )
       for (let i = 0; i < 3; i++) yield* TestClock.adjust("50 seconds")
       const out = yield* Fiber.join(fiber)
@@ -137,8 +133,7 @@ describe("ChatCompletions", () => {
   it.effect("idle timeout, non-stream: fails with RunTimedOut (HTTP 504) and cancels the run", () => {
     const { node, layer } = overRunPlane(Stream.never)
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const fiber = yield* Effect.fork(Effect.either(Effect.scoped(chat.complete(yield* request({ model: "echo" })))))
+      const fiber = yield* Effect.fork(Effect.either(Effect.scoped(jsonBody(yield* request({ model: "echo" })))))
       yield* TestClock.adjust("60 seconds")
       const result = yield* Fiber.join(fiber)
       expect(Either.isLeft(result) && result.left._tag).toBe("RunTimedOut")
@@ -149,9 +144,8 @@ describe("ChatCompletions", () => {
   it.scoped("cancel race: the caller leaving mid-stream interrupts the run", () => {
     const { runs, layer } = setup([eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
       const fiber = yield* Effect.fork(
-        Effect.scoped(Effect.flatMap(chat.stream(yield* request({ model: "echo", stream: true })), collect))
+        Effect.scoped(Effect.flatMap(sseBody(yield* request({ model: "echo", stream: true })), collect))
       )
       yield* TestClock.adjust("1 second")
       yield* Fiber.interrupt(fiber)
@@ -167,11 +161,10 @@ describe("ChatCompletions", () => {
       events(RunEvent.delta("no terminal"))
     ])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
       const runs = [
-        Effect.flatMap(chat.stream(yield* request({ model: "echo", stream: true })), collect),
-        Effect.flip(chat.stream(yield* request({ model: "echo", stream: true }))),
-        Effect.flatMap(chat.stream(yield* request({ model: "echo", stream: true })), collect)
+        Effect.flatMap(sseBody(yield* request({ model: "echo", stream: true })), collect),
+        Effect.flip(sseBody(yield* request({ model: "echo", stream: true }))),
+        Effect.flatMap(sseBody(yield* request({ model: "echo", stream: true })), collect)
       ] as const
       const first = untilDone(yield* runs[0])
       expect(first.filter((i) => i._tag === "Error")).toEqual([{ _tag: "Error", error: { type: "run_error", message: "node disconnected" } }])
@@ -190,8 +183,7 @@ describe("ChatCompletions", () => {
   it.scoped("no node for the model fails before anything is written (HTTP 503)", () => {
     const { layer } = setup([refuse(new NoNodeForModel({ model: "echo" }))])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const result = yield* Effect.either(chat.stream(yield* request({ model: "echo", stream: true })))
+      const result = yield* Effect.either(sseBody(yield* request({ model: "echo", stream: true })))
       expect(Either.isLeft(result) && result.left._tag).toBe("NoNodeForModel")
     }).pipe(Effect.provide(layer))
   })
@@ -200,10 +192,9 @@ describe("ChatCompletions", () => {
     const refusal = new NodeUnavailable({ nodeId: NodeId.make("n1"), reason: "at capacity" })
     const { layer } = setup([refuse(refusal), refuse(refusal)])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const body = yield* Effect.either(chat.complete(yield* request({ model: "echo" })))
+      const body = yield* Effect.either(jsonBody(yield* request({ model: "echo" })))
       expect(Either.isLeft(body) && body.left._tag).toBe("NodeUnavailable")
-      const stream = yield* Effect.either(chat.stream(yield* request({ model: "echo", stream: true })))
+      const stream = yield* Effect.either(sseBody(yield* request({ model: "echo", stream: true })))
       expect(Either.isLeft(stream) && stream.left._tag).toBe("NodeUnavailable")
     }).pipe(Effect.provide(layer))
   })
@@ -211,12 +202,9 @@ describe("ChatCompletions", () => {
   it.scoped("strict retry: an invalid call is replayed once with attempt metadata; only the valid call is returned", () => {
     const { runs, layer } = setup([events(call("{\"city\": 1}")), events(call("{\"city\": \"Paris\"}"))])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const body = (yield* chat.complete(
-        yield* request({ model: "strict", tools: [weather], metadata: { trace: "1" } })
-      )) as { choices: Array<{ message: { tool_calls: Array<{ function: { arguments: string } }> }; finish_reason: string }> }
+      const body = yield* jsonBody(yield* request({ model: "strict", tools: [weather], metadata: { trace: "1" } }))
       expect(body.choices[0]?.finish_reason).toBe("tool_calls")
-      expect(body.choices[0]?.message.tool_calls.map((c) => c.function.arguments)).toEqual(["{\"city\": \"Paris\"}"])
+      expect(body.choices[0]?.message.tool_calls?.map((c) => c.function.arguments)).toEqual(["{\"city\": \"Paris\"}"])
       expect(runs.submitted).toHaveLength(2)
       const [first, replay] = runs.submitted
       expect(first?.metadata).toEqual({ trace: "1" })
@@ -230,8 +218,7 @@ describe("ChatCompletions", () => {
   it.scoped("strict retry: invalid twice fails with tool_validation_error after toolValidationAttempts runs", () => {
     const { runs, layer } = setup([events(call("{}")), events(call("{\"city\": 3}")), events(call("{}"))])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const result = yield* Effect.either(chat.complete(yield* request({ model: "strict", tools: [weather] })))
+      const result = yield* Effect.either(jsonBody(yield* request({ model: "strict", tools: [weather] })))
       expect(Either.isLeft(result) && result.left._tag).toBe("ToolValidationFailed")
       expect(runs.submitted).toHaveLength(2)
     }).pipe(Effect.provide(layer))
@@ -247,9 +234,8 @@ describe("ChatCompletions", () => {
     })
     const { layer } = setup([events(invalid), events(invalid)])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
       const metrics = yield* Metrics
-      yield* Effect.either(Effect.scoped(chat.complete(yield* request({ model: "strict", tools: [weather] }))))
+      yield* Effect.either(Effect.scoped(jsonBody(yield* request({ model: "strict", tools: [weather] }))))
       const { body } = yield* metrics.exposition
       expect(body).toContain('iop_tokens_total{api="chat_completions",model="strict",outcome="tool_validation_error",kind="output"} 14')
       expect(body).toContain('iop_runs_total{model="strict",outcome="tool_validation_error"} 2')
@@ -260,8 +246,7 @@ describe("ChatCompletions", () => {
   it.scoped("strict stream buffer: nothing invalid is written; the retried valid call is", () => {
     const { runs, layer } = setup([events(RunEvent.delta("hmm"), call("{}")), events(call("{\"city\": \"Rome\"}"))])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "buffered", stream: true, tools: [weather] }))))
+      const out = untilDone(yield* collect(yield* sseBody(yield* request({ model: "buffered", stream: true, tools: [weather] }))))
       const deltas = chunkDeltas(out)
       expect(deltas[0]).toMatchObject({ role: "assistant" })
       expect(deltas.some((d) => d["content"] === "hmm")).toBe(false)
@@ -274,8 +259,7 @@ describe("ChatCompletions", () => {
   it.scoped("strict stream buffer: a retry that cannot be submitted is tool_validation_retry_error", () => {
     const { layer } = setup([events(call("{}")), refuse(new NoNodeForModel({ model: "buffered" }))])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "buffered", stream: true, tools: [weather] }))))
+      const out = untilDone(yield* collect(yield* sseBody(yield* request({ model: "buffered", stream: true, tools: [weather] }))))
       // The role chunk, then the error alone: no output of a run that did not validate is written.
       expect(out).toHaveLength(2)
       expect(chunkDeltas(out.slice(0, 1))[0]).toMatchObject({ role: "assistant" })
@@ -286,8 +270,7 @@ describe("ChatCompletions", () => {
   it.scoped("live strict stream: validates at the end and fails instead of emitting an invalid call", () => {
     const { runs, layer } = setup([events(RunEvent.delta("Let me check."), call("{\"town\": 1}"))])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "strict", stream: true, tools: [weather] }))))
+      const out = untilDone(yield* collect(yield* sseBody(yield* request({ model: "strict", stream: true, tools: [weather] }))))
       expect(chunkDeltas(out).some((d) => "tool_calls" in d)).toBe(false)
       expect(out[out.length - 1]).toMatchObject({ _tag: "Error", error: { type: "tool_validation_error" } })
       expect(runs.submitted).toHaveLength(1)
@@ -298,9 +281,8 @@ describe("ChatCompletions", () => {
     const usage = { inputTokens: 2, outputTokens: 1, cachedInputTokens: 1 }
     const { layer } = setup([events(RunEvent.delta("x"), RunEvent.complete({ finishReason: "stop", toolCalls: [], usage, metadata: {} }))])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
       const out = untilDone(yield* collect(
-        yield* chat.stream(yield* request({ model: "echo", stream: true, stream_options: { include_usage: true } }))
+        yield* sseBody(yield* request({ model: "echo", stream: true, stream_options: { include_usage: true } }))
       ))
       const last = out[out.length - 1]
       expect(last).toMatchObject({
@@ -319,16 +301,11 @@ describe("ChatCompletions", () => {
         RunEvent.complete({ finishReason: "stop", toolCalls: [], usage: { inputTokens: 3, outputTokens: 9 }, metadata: {} })
       )
     const { layer } = setup([script(), script(), script()])
-    type Body = {
-      choices: Array<{ message: { content: string | null; refusal: null; tool_calls?: Array<{ function: unknown }> }; finish_reason: string }>
-      usage: unknown
-    }
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
       const ask = { tools: [weather], stream_options: { include_usage: true }, include_reasoning: true }
-      const live = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "strict", stream: true, ...ask }))))
-      const buffered = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "buffered", stream: true, ...ask }))))
-      const body = (yield* chat.complete(yield* request({ model: "strict", ...ask }))) as Body
+      const live = untilDone(yield* collect(yield* sseBody(yield* request({ model: "strict", stream: true, ...ask }))))
+      const buffered = untilDone(yield* collect(yield* sseBody(yield* request({ model: "buffered", stream: true, ...ask }))))
+      const body = yield* jsonBody(yield* request({ model: "strict", ...ask }))
       const summary = (items: ReadonlyArray<StreamItem>) => {
         const deltas = chunkDeltas(items)
         return {
@@ -360,8 +337,7 @@ describe("ChatCompletions", () => {
   it.scoped("a defect mid-stream still ends the stream with one run_error and [DONE]", () => {
     const { layer } = setup([eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.dieMessage("bug"))))])
     return Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      const out = untilDone(yield* collect(yield* chat.stream(yield* request({ model: "echo", stream: true }))))
+      const out = untilDone(yield* collect(yield* sseBody(yield* request({ model: "echo", stream: true }))))
       expect(out.filter((i) => i._tag === "Error")).toEqual([{ _tag: "Error", error: { type: "run_error", message: "internal error" } }])
     }).pipe(Effect.provide(layer))
   })
@@ -377,11 +353,10 @@ describe("ChatCompletions", () => {
     it.scoped("an upstream 4xx as the run's first batch fails the stream before anything is written: live, buffered and non-stream", () => {
       const { layer } = setup([events(contextTooLong), events(contextTooLong), events(contextTooLong)])
       return Effect.gen(function* () {
-        const chat = yield* ChatCompletions
-        const expected = { _tag: "UpstreamRejected", status: 400, code: "context_length_exceeded", message: "too many tokens", retryAfter: null }
-        expect(yield* Effect.flip(Effect.scoped(chat.stream(yield* request({ model: "echo", stream: true }))))).toMatchObject(expected)
-        expect(yield* Effect.flip(Effect.scoped(chat.stream(yield* request({ model: "buffered", stream: true }))))).toMatchObject(expected)
-        expect(yield* Effect.flip(Effect.scoped(chat.complete(yield* request({ model: "echo" }))))).toMatchObject(expected)
+          const expected = { _tag: "UpstreamRejected", status: 400, code: "context_length_exceeded", message: "too many tokens", retryAfter: null }
+        expect(yield* Effect.flip(Effect.scoped(sseBody(yield* request({ model: "echo", stream: true }))))).toMatchObject(expected)
+        expect(yield* Effect.flip(Effect.scoped(sseBody(yield* request({ model: "buffered", stream: true }))))).toMatchObject(expected)
+        expect(yield* Effect.flip(Effect.scoped(jsonBody(yield* request({ model: "echo" }))))).toMatchObject(expected)
         const { body } = yield* (yield* Metrics).exposition
         expect(body).toContain('iop_chat_requests_total{api="chat_completions",model="echo",stream="true",outcome="error"} 1')
         expect(body).toContain('iop_chat_requests_total{api="chat_completions",model="echo",stream="false",outcome="error"} 1')
@@ -395,10 +370,9 @@ describe("ChatCompletions", () => {
         events(RunEvent.failed("upstream answered HTTP 400: old node"))
       ])
       return Effect.gen(function* () {
-        const chat = yield* ChatCompletions
-        const server = yield* Effect.flip(chat.stream(yield* request({ model: "echo", stream: true })))
+          const server = yield* Effect.flip(sseBody(yield* request({ model: "echo", stream: true })))
         expect(server).toMatchObject({ _tag: "RunFailed", reason: "upstream answered HTTP 503: loading" })
-        const old = yield* Effect.flip(chat.complete(yield* request({ model: "echo" })))
+        const old = yield* Effect.flip(jsonBody(yield* request({ model: "echo" })))
         expect(old).toMatchObject({ _tag: "RunFailed", reason: "upstream answered HTTP 400: old node" })
       }).pipe(Effect.provide(layer))
     })
@@ -409,10 +383,9 @@ describe("ChatCompletions", () => {
         eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.fromEffect(Effect.as(Effect.sleep("1 second"), contextTooLong)))))
       ])
       return Effect.gen(function* () {
-        const chat = yield* ChatCompletions
-        const play = (model: string) =>
+          const play = (model: string) =>
           Effect.gen(function* () {
-            const fiber = yield* Effect.fork(Effect.flatMap(chat.stream(yield* request({ model, stream: true })), collect))
+            const fiber = yield* Effect.fork(Effect.flatMap(sseBody(yield* request({ model, stream: true })), collect))
             yield* TestClock.adjust("1 second")
             return untilDone(yield* Fiber.join(fiber))
           })
@@ -430,8 +403,7 @@ describe("ChatCompletions", () => {
     it.scoped("a stream with no first event within idleTimeoutMs fails with RunTimedOut (HTTP 504) before anything is written", () => {
       const { node, layer } = overRunPlane(Stream.never)
       return Effect.gen(function* () {
-        const chat = yield* ChatCompletions
-        const fiber = yield* Effect.fork(Effect.flip(chat.stream(yield* request({ model: "echo", stream: true }))))
+          const fiber = yield* Effect.fork(Effect.flip(sseBody(yield* request({ model: "echo", stream: true }))))
         yield* TestClock.adjust("59900 millis")
         expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
         yield* TestClock.adjust("100 millis")

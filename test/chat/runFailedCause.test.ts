@@ -10,13 +10,13 @@ import * as ChatRun from "../../src/chat/ChatRun.js"
 import { RunFailed, RunTimedOut } from "../../src/chat/errors.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { ChatCompletions, ChatCompletionsLive } from "../../src/dialects/chat-completions/ChatCompletions.js"
 import { ResponderLive } from "../../src/dialects/Responder.js"
 import { sseError } from "../../src/dialects/chat-completions/render.js"
 import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
 import { MetricsTest } from "../../src/observability/Metrics.js"
 import { NodeDisconnected, RunCancelled, RunIdle, StreamClosed } from "../../src/run/errors.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
+import { sseBody } from "../support/chatCompletionsBodies.js"
 import { eventStream, scriptedRuns } from "../support/ScriptedRunService.js"
 
 /** RunFailed keeps the run-plane error it was made from: the client reads the same message, the log names it. */
@@ -50,12 +50,10 @@ describe("RunFailed keeps its cause", () => {
       const wire = yield* decodeBody(JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "x" }] }))
       const request = yield* resolveChatRequest(config, wire)
       const body = yield* Effect.gen(function* () {
-        const chat = yield* ChatCompletions
-        return yield* Stream.mkString(Stream.decodeText(yield* chat.stream(request)))
+        return yield* Stream.mkString(Stream.decodeText(yield* sseBody(request)))
       }).pipe(
         Effect.scoped,
-        Effect.provide(ChatCompletionsLive.pipe(
-          Layer.provideMerge(ResponderLive),
+        Effect.provide(ResponderLive.pipe(
           Layer.provide(ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })),
           Layer.provide(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
         )),

@@ -7,12 +7,12 @@ import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
 import * as ChatRun from "../../src/chat/ChatRun.js"
 import { ResponderLive } from "../../src/dialects/Responder.js"
-import { ChatCompletions, ChatCompletionsLive } from "../../src/dialects/chat-completions/ChatCompletions.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
 import { MetricsTest } from "../../src/observability/Metrics.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
+import { sseBody } from "../support/chatCompletionsBodies.js"
 import { events, scriptedRuns } from "../support/ScriptedRunService.js"
 
 const run = (traceStreams: boolean, metadata: Record<string, string>) =>
@@ -31,12 +31,10 @@ const run = (traceStreams: boolean, metadata: Record<string, string>) =>
     const wire = yield* decodeBody(JSON.stringify({ model: "m", stream: true, metadata, messages: [{ role: "user", content: "x" }] }))
     const request = yield* resolveChatRequest(config, wire)
     yield* Effect.gen(function* () {
-      const chat = yield* ChatCompletions
-      yield* Stream.runDrain(yield* chat.stream(request))
+      yield* Stream.runDrain(yield* sseBody(request))
     }).pipe(
       Effect.scoped,
-      Effect.provide(ChatCompletionsLive.pipe(
-    Layer.provideMerge(ResponderLive),
+      Effect.provide(ResponderLive.pipe(
         Layer.provide(ChatRun.layer({ toolValidationAttempts: 2, traceStreams })),
         Layer.provide(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
       )),

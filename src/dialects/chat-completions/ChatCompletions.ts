@@ -1,21 +1,29 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as NodeStream from "@effect/platform-node/NodeStream"
 import type { ChatRequest } from "../../chat/ChatRequest.js"
-import type { RunOutcomeError } from "../../chat/errors.js"
+import { ModelNotFound, type RunOutcomeError } from "../../chat/errors.js"
+import { EdgeConfig, findModel, type ModelConfig } from "../../config/EdgeConfig.js"
+import type { InvalidRequest } from "../../http/errors.js"
+import { toHttpError } from "../../http/openaiError.js"
 import type { SubmitError } from "../../run/errors.js"
 import type { Dialect, RunInfo } from "../Dialect.js"
-import { toHttpError } from "../../http/openaiError.js"
 import { Responder } from "../Responder.js"
+import type { ChatCompletion, ChatCompletionChunk } from "./completion.js"
 import * as Render from "./render.js"
-import { decodeBody, toChatRequest } from "./request.js"
+import { decodeBody, requestLimits, toChatRequest } from "./request.js"
 import type { ChatCompletionRequest } from "./wire.js"
 
-/** What the Chat Completions renderers need of a request. */
-const context = (request: ChatRequest, model: string, run: RunInfo): Render.ResponseContext => ({
+// Every type of the typed API's signatures, by name, beside the service.
+export * from "./completion.js"
+export { ChatCompletionRequest } from "./wire.js"
+export type { ChatRequest } from "../../chat/ChatRequest.js"
+export type { RunOutcomeError } from "../../chat/errors.js"
+export type { SubmitError } from "../../run/errors.js"
+
+/** What the Chat Completions renderers need of a request; `model` is the name the response carries. */
+export const renderContext = (request: ChatRequest, model: string, run: RunInfo): Render.ResponseContext => ({
   id: `chatcmpl-${run.runId.slice(4)}`,
   created: run.created,
   model,
@@ -30,37 +38,78 @@ export const dialect: Dialect<ChatCompletionRequest> = {
   decode: decodeBody,
   model: (wire) => wire.model,
   toChatRequest,
-  streamRenderer: (wire, request, run) => Render.chunkRenderer(context(request, wire.model, run)),
-  body: (wire, request, run, emissions) => Render.completion(context(request, wire.model, run), emissions),
+  streamRenderer: (wire, request, run) => Render.chunkRenderer(renderContext(request, wire.model, run)),
+  body: (wire, request, run, emissions) => Render.completion(renderContext(request, wire.model, run), emissions),
   error: toHttpError
 }
 
 export declare namespace ChatCompletions {
   export interface Service {
-    /** The SSE body of a streamed request (see `Responder.stream`). The run lives in the caller's scope. */
-    readonly stream: (
-      request: ChatRequest
-    ) => Effect.Effect<Stream.Stream<Uint8Array>, SubmitError | RunOutcomeError, Scope.Scope>
-    /** Runs to the end (with strict retries) and returns the `chat.completion` body. */
-    readonly complete: (request: ChatRequest) => Effect.Effect<unknown, SubmitError | RunOutcomeError, Scope.Scope>
+    /**
+     * The chat plane's request for a Chat Completions request built in code: its model (an id or an alias) looked
+     * up, the same checks and output policy as `POST /v1/chat/completions`. `stream` in the request is ignored
+     * by `create` and `stream`, which say how the run is answered.
+     */
+    readonly request: (wire: ChatCompletionRequest) => Effect.Effect<ChatRequest, InvalidRequest | ModelNotFound>
+    /**
+     * Runs to the end (with the strict retries of a non-stream request) and returns the `chat.completion`. The
+     * run's failure, or its submission's, is the typed error. Interrupting it cancels the run.
+     */
+    readonly create: (request: ChatRequest) => Effect.Effect<ChatCompletion, SubmitError | RunOutcomeError>
+    /**
+     * The `chat.completion.chunk`s as the run produces them, starting with the role chunk (strict-buffered models:
+     * once the run was collected and validated). A run that fails, before or after output, fails the stream with
+     * its typed error. The run lives in the stream's scope: closing or interrupting the stream cancels it.
+     */
+    readonly stream: (request: ChatRequest) => Stream.Stream<ChatCompletionChunk, SubmitError | RunOutcomeError>
   }
 }
 
-/** Chat Completions for callers that built a `ChatRequest` in code. */
+/** Chat Completions for Effect callers: typed requests, completions and chunks, over the edge's one response path. */
 export class ChatCompletions extends Context.Tag("@iop/edge/ChatCompletions")<
   ChatCompletions,
   ChatCompletions.Service
 >() {}
 
-export const make = Effect.map(Responder, (responder): ChatCompletions.Service => ({
-  stream: (request) =>
-    responder.stream(request, (run) => Render.chunkRenderer(context(request, request.submit.model, run))).pipe(
-      // The body never fails (a defect ends it with its error event); a broken pipe here is a bug.
-      Effect.map((body) => NodeStream.fromReadable(() => body, (e) => e).pipe(Stream.orDie))
-    ),
-  complete: (request) =>
-    responder.complete(request, (run, emissions) =>
-      Render.completion(context(request, request.submit.model, run), emissions))
-}))
+export const make = Effect.gen(function* () {
+  const responder = yield* Responder
+  const config = yield* EdgeConfig
+  const limits = requestLimits(config)
 
-export const ChatCompletionsLive: Layer.Layer<ChatCompletions, never, Responder> = Layer.effect(ChatCompletions, make)
+  /** The model a caller's name (an id or an alias) names: the typed API's one model lookup. */
+  const lookupModel = (name: string): Effect.Effect<ModelConfig, ModelNotFound> => {
+    const model = findModel(config.models, name)
+    return model === undefined ? Effect.fail(new ModelNotFound({ model: name })) : Effect.succeed(model)
+  }
+
+  const request: ChatCompletions.Service["request"] = (wire) =>
+    Effect.flatMap(lookupModel(wire.model), (model) => toChatRequest(wire, model, limits))
+
+  const create: ChatCompletions.Service["create"] = (request) =>
+    responder.complete(request, (run, emissions) =>
+      Render.completion(renderContext(request, request.submit.model, run), emissions)).pipe(
+        Effect.scoped,
+        Effect.withSpan("ChatCompletions.create")
+      )
+
+  const stream: ChatCompletions.Service["stream"] = (request) =>
+    responder.items(request, (run) => Render.chunkBuilder(renderContext(request, request.submit.model, run))).pipe(
+      Stream.withSpan("ChatCompletions.stream")
+    )
+
+  return { request, create, stream } satisfies ChatCompletions.Service
+})
+
+export const ChatCompletionsLive: Layer.Layer<ChatCompletions, never, Responder | EdgeConfig> = Layer.effect(
+  ChatCompletions,
+  make
+)
+
+/** `ChatCompletions.request` of the service in context. */
+export const request = (wire: ChatCompletionRequest) => Effect.flatMap(ChatCompletions, (c) => c.request(wire))
+
+/** `ChatCompletions.create` of the service in context. */
+export const create = (request: ChatRequest) => Effect.flatMap(ChatCompletions, (c) => c.create(request))
+
+/** `ChatCompletions.stream` of the service in context. */
+export const stream = (request: ChatRequest) => Stream.unwrap(Effect.map(ChatCompletions, (c) => c.stream(request)))

@@ -3,13 +3,23 @@ import type { ReasoningField } from "../../chat/policy.js"
 import type { Emission } from "../../chat/session.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
 import type { TokenLogprob, Usage } from "../../run/RunEvent.js"
-import type { Rendered, StreamRenderer } from "../Dialect.js"
+import type { ItemRenderer, Rendered, StreamRenderer } from "../Dialect.js"
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChoiceLogprobs,
+  ChunkDelta,
+  CompletionUsage,
+  TokenLogprob as WireTokenLogprob,
+  ToolCall as WireToolCall,
+  ToolCallDelta
+} from "./completion.js"
 
 /**
  * Chat Completions, rendered (pure): session emissions → `chat.completion.chunk`
- * SSE text, one string per pulled batch, and the non-stream `chat.completion`.
- * The chunk envelope is serialised once per response; a token costs one
- * `JSON.stringify` of its text.
+ * SSE text, one string per pulled batch; the same chunks as typed objects
+ * (`chunkBuilder`); and the non-stream `chat.completion`. The values are of the
+ * types in `completion.ts`; JSON is made here, for the SSE text only.
  */
 
 export interface ResponseContext {
@@ -22,15 +32,7 @@ export interface ResponseContext {
   readonly logprobs?: boolean
 }
 
-export interface OpenAiUsage {
-  readonly prompt_tokens: number
-  readonly completion_tokens: number
-  readonly total_tokens: number
-  readonly prompt_tokens_details?: { readonly cached_tokens: number }
-  readonly completion_tokens_details?: { readonly reasoning_tokens: number }
-}
-
-export const openAiUsage = (u: Usage): OpenAiUsage => ({
+export const openAiUsage = (u: Usage): CompletionUsage => ({
   prompt_tokens: u.inputTokens,
   completion_tokens: u.outputTokens,
   total_tokens: u.inputTokens + u.outputTokens,
@@ -38,26 +40,95 @@ export const openAiUsage = (u: Usage): OpenAiUsage => ({
   ...(u.reasoningTokens !== undefined ? { completion_tokens_details: { reasoning_tokens: u.reasoningTokens } } : {})
 })
 
-export const wireToolCalls = (calls: ReadonlyArray<ToolCall>, withIndex: boolean) =>
-  calls.map((c, index) => ({
-    ...(withIndex ? { index } : {}),
-    id: c.id,
-    type: "function" as const,
-    function: { name: c.name, arguments: c.arguments }
-  }))
+const wireToolCalls = (calls: ReadonlyArray<ToolCall>): ReadonlyArray<WireToolCall> =>
+  calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }))
+
+const wireToolCallDeltas = (calls: ReadonlyArray<ToolCall>): ReadonlyArray<ToolCallDelta> =>
+  calls.map((c, index) => ({ index, id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }))
 
 /** OpenAI's `logprobs.content[]` entry. */
-export const wireLogprob = (e: TokenLogprob) => ({
+export const wireLogprob = (e: TokenLogprob): WireTokenLogprob => ({
   token: e.token,
   logprob: e.logprob,
   bytes: e.bytes ?? null,
   top_logprobs: (e.topLogprobs ?? []).map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes ?? null }))
 })
 
-const wireLogprobs = (entries: ReadonlyArray<TokenLogprob>) => ({ content: entries.map(wireLogprob), refusal: null })
+const wireLogprobs = (entries: ReadonlyArray<TokenLogprob>): ChoiceLogprobs => ({
+  content: entries.map(wireLogprob),
+  refusal: null
+})
 
-const reasoningFields = (field: ReasoningField, text: string): Record<string, string> =>
-  field === "both" ? { reasoning_content: text, reasoning: text } : { [field]: text }
+const reasoningFields = (
+  field: ReasoningField,
+  text: string
+): { readonly reasoning_content?: string; readonly reasoning?: string } => {
+  switch (field) {
+    case "both":
+      return { reasoning_content: text, reasoning: text }
+    case "reasoning":
+      return { reasoning: text }
+    case "reasoning_content":
+      return { reasoning_content: text }
+  }
+}
+
+/** An emission that is a chunk's delta (text, reasoning, tool calls). */
+type DeltaEmission = Extract<Emission, { readonly _tag: "Content" | "Reasoning" | "ToolCalls" }>
+
+/**
+ * What the chunk of one emission says — its delta and its logprobs. The one place that decides it, for the SSE
+ * text (which serialises the delta into the response's envelope) and the typed chunks alike.
+ */
+const chunkDelta = (ctx: ResponseContext, e: DeltaEmission): ChunkDelta => {
+  switch (e._tag) {
+    case "Content":
+      return { content: e.text }
+    case "Reasoning":
+      return reasoningFields(ctx.reasoningField, e.text)
+    case "ToolCalls":
+      return { tool_calls: wireToolCallDeltas(e.calls) }
+  }
+}
+
+const ROLE: ChunkDelta = { role: "assistant", content: "" }
+
+/** The chunks of one response, as objects: built once per response. */
+const chunks = (ctx: ResponseContext) => {
+  const chunk = (choices: ChatCompletionChunk["choices"]): ChatCompletionChunk => ({
+    id: ctx.id,
+    object: "chat.completion.chunk",
+    created: ctx.created,
+    model: ctx.model,
+    choices
+  })
+  const delta = (d: ChunkDelta, logprobs: ChoiceLogprobs | null): ChatCompletionChunk =>
+    chunk([{ index: 0, delta: d, logprobs, finish_reason: null }])
+  /** The finish chunk and, when the request asked for usage, the usage chunk (`usage: null` if the run had none). */
+  const finish = (e: Extract<Emission, { readonly _tag: "Finish" }>, out: Array<ChatCompletionChunk>): void => {
+    out.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: e.finishReason }]))
+    if (ctx.includeUsage) out.push({ ...chunk([]), usage: e.usage === undefined ? null : openAiUsage(e.usage) })
+  }
+  return { delta, finish }
+}
+
+const logprobsOf = (e: DeltaEmission): ChoiceLogprobs | null =>
+  e._tag === "Content" && e.logprobs !== undefined ? wireLogprobs(e.logprobs) : null
+
+/**
+ * The typed chunks of one response, for callers in code: the role chunk first, then the chunks of each emission
+ * (the same deltas the SSE text carries). The run's failure is not a chunk: the Responder fails the stream with it.
+ */
+export const chunkBuilder = (ctx: ResponseContext): ItemRenderer<ChatCompletionChunk> => {
+  const c = chunks(ctx)
+  return {
+    head: [c.delta(ROLE, null)],
+    emission: (e, out) => {
+      if (e._tag === "Finish") c.finish(e, out)
+      else out.push(c.delta(chunkDelta(ctx, e), logprobsOf(e)))
+    }
+  }
+}
 
 /** The payload of the one SSE error event that ends a stream that already started. */
 export const sseError = (
@@ -84,38 +155,35 @@ export const DONE = "data: [DONE]\n\n"
 const frame = (json: unknown): string => `data: ${JSON.stringify(json)}\n\n`
 
 /**
- * Renders one response's chunks; built once per response. The head is the role chunk
- * (`delta: {role: "assistant"}`); the terminal emission is followed by `[DONE]`.
+ * Renders one response's chunks as SSE text; built once per response. The head is the role chunk
+ * (`delta: {role: "assistant"}`); the terminal emission is followed by `[DONE]`. The envelope of a delta chunk
+ * is serialised once per response: a chunk costs its delta object and one `JSON.stringify` of it (the text is
+ * `JSON.stringify` of the `chunkBuilder` chunk, byte for byte: a test holds the two together).
  */
 export const chunkRenderer = (ctx: ResponseContext): StreamRenderer => {
   const head = `data: {"id":${JSON.stringify(ctx.id)},"object":"chat.completion.chunk","created":${ctx.created},"model":${
     JSON.stringify(ctx.model)
   },"choices":[{"index":0,"delta":`
   const tail = `,"logprobs":null,"finish_reason":null}]}\n\n`
-  const delta = (json: string) => head + json + tail
-  const withLogprobs = (json: string, entries: ReadonlyArray<TokenLogprob>) =>
-    `${head}${json},"logprobs":${JSON.stringify(wireLogprobs(entries))},"finish_reason":null}]}\n\n`
-  const envelope = (body: Record<string, unknown>) =>
-    frame({ id: ctx.id, object: "chat.completion.chunk", created: ctx.created, model: ctx.model, ...body })
+  const c = chunks(ctx)
 
   const one = (e: Emission): string => {
     switch (e._tag) {
       case "Content":
-        return e.logprobs === undefined
-          ? delta(`{"content":${JSON.stringify(e.text)}}`)
-          : withLogprobs(`{"content":${JSON.stringify(e.text)}}`, e.logprobs)
       case "Reasoning":
-        return delta(JSON.stringify(reasoningFields(ctx.reasoningField, e.text)))
-      case "ToolCalls":
-        return delta(JSON.stringify({ tool_calls: wireToolCalls(e.calls, true) }))
+      case "ToolCalls": {
+        const delta = JSON.stringify(chunkDelta(ctx, e))
+        const logprobs = logprobsOf(e)
+        return logprobs === null
+          ? head + delta + tail
+          : `${head}${delta},"logprobs":${JSON.stringify(logprobs)},"finish_reason":null}]}\n\n`
+      }
       case "Finish": {
-        const finish = envelope({
-          choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: e.finishReason }]
-        })
-        const usage = ctx.includeUsage
-          ? envelope({ choices: [], usage: e.usage === undefined ? null : openAiUsage(e.usage) })
-          : ""
-        return finish + usage + DONE
+        const out: Array<ChatCompletionChunk> = []
+        c.finish(e, out)
+        let text = ""
+        for (const chunk of out) text += frame(chunk)
+        return text + DONE
       }
       case "Error":
         return frame(sseError(e.error)) + DONE
@@ -123,7 +191,7 @@ export const chunkRenderer = (ctx: ResponseContext): StreamRenderer => {
   }
 
   return {
-    head: delta(`{"role":"assistant","content":""}`),
+    head: head + JSON.stringify(ROLE) + tail,
     batch: (emissions) => {
       let text = ""
       for (const e of emissions) text += one(e)
@@ -133,7 +201,7 @@ export const chunkRenderer = (ctx: ResponseContext): StreamRenderer => {
 }
 
 /** The non-stream `chat.completion` of a finished session, or its terminal error. */
-export const completion = (ctx: ResponseContext, emissions: ReadonlyArray<Emission>): Rendered => {
+export const completion = (ctx: ResponseContext, emissions: ReadonlyArray<Emission>): Rendered<ChatCompletion> => {
   let content = ""
   let reasoning = ""
   let calls: ReadonlyArray<ToolCall> = []
@@ -168,7 +236,7 @@ export const completion = (ctx: ResponseContext, emissions: ReadonlyArray<Emissi
                   content: content === "" && calls.length > 0 ? null : content,
                   refusal: null,
                   ...(reasoning !== "" ? reasoningFields(ctx.reasoningField, reasoning) : {}),
-                  ...(calls.length > 0 ? { tool_calls: wireToolCalls(calls, false) } : {})
+                  ...(calls.length > 0 ? { tool_calls: wireToolCalls(calls) } : {})
                 },
                 logprobs: ctx.logprobs === true ? wireLogprobs(entries) : null,
                 finish_reason: e.finishReason

@@ -86,6 +86,11 @@ export const toChatRequest = (
   }, limits)
 }
 
+/** The config's limits on a request. */
+export const requestLimits = (config: EdgeConfigShape): ChatRequestLimits => ({
+  maxToolSchemaBytes: config.runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES
+})
+
 /** For callers that hold the edge's config: the model (an id or an alias) resolved, then the request built. */
 export const resolveChatRequest = (
   config: EdgeConfigShape,
@@ -93,7 +98,5 @@ export const resolveChatRequest = (
 ): Either.Either<DialectRequest, ModelNotFound | InvalidRequest> => {
   const model = findModel(config.models, wire.model)
   if (model === undefined) return Either.left(new ModelNotFound({ model: wire.model }))
-  return toChatRequest(wire, model, {
-    maxToolSchemaBytes: config.runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES
-  })
+  return toChatRequest(wire, model, requestLimits(config))
 }

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { RunFailed, UpstreamRejected } from "../../../src/chat/errors.js"
-import { chunkRenderer, completion, sseError } from "../../../src/dialects/chat-completions/render.js"
+import { FastCheck as fc } from "effect"
+import * as Schema from "effect/Schema"
+import { RunFailed, RunTimedOut, ToolValidationFailed, UpstreamRejected } from "../../../src/chat/errors.js"
+import type { Emission } from "../../../src/chat/session.js"
+import { ChatCompletion, type ChatCompletionChunk, ChatCompletionChunk as ChunkSchema } from "../../../src/dialects/chat-completions/completion.js"
+import { chunkBuilder, chunkRenderer, completion, sseError } from "../../../src/dialects/chat-completions/render.js"
 
 const rejected = (status: number, code: string | null = null) =>
   new UpstreamRejected({ status, code, message: "upstream says no (Bearer [redacted])", retryAfter: 3 })
@@ -85,4 +89,61 @@ describe("logprobs", () => {
     const notAsked = completion(ctx, emissions)
     expect(notAsked._tag === "Body" ? notAsked.body : undefined).toMatchObject({ choices: [{ logprobs: null }] })
   })
+})
+
+describe("typed chunks and the SSE text: one rendering", () => {
+  const text = fc.oneof(fc.string({ maxLength: 12 }), fc.string({ unit: "binary", maxLength: 6 }))
+  const logprob = fc.record({
+    token: text,
+    logprob: fc.double({ noNaN: true, noDefaultInfinity: true, max: 0 }),
+    bytes: fc.option(fc.array(fc.nat(255), { maxLength: 4 }), { nil: undefined }),
+    topLogprobs: fc.option(fc.array(fc.record({ token: text, logprob: fc.double({ noNaN: true, noDefaultInfinity: true, max: 0 }) })), { nil: undefined })
+  }, { requiredKeys: ["token", "logprob"] })
+  const call = fc.record({ id: fc.string({ minLength: 1, maxLength: 8 }), name: fc.string({ minLength: 1, maxLength: 8 }), arguments: text })
+  const output: fc.Arbitrary<Emission> = fc.oneof(
+    text.map((t): Emission => ({ _tag: "Content", text: t })),
+    fc.tuple(text, fc.array(logprob, { minLength: 1, maxLength: 3 })).map(([t, logprobs]): Emission => ({ _tag: "Content", text: t, logprobs })),
+    text.map((t): Emission => ({ _tag: "Reasoning", text: t })),
+    fc.array(call, { minLength: 1, maxLength: 3 }).map((calls): Emission => ({ _tag: "ToolCalls", calls }))
+  )
+  const usage = fc.option(
+    fc.record({ inputTokens: fc.nat(), outputTokens: fc.nat(), cachedInputTokens: fc.nat(), reasoningTokens: fc.nat() }, {
+      requiredKeys: ["inputTokens", "outputTokens"]
+    }),
+    { nil: undefined }
+  )
+  const terminal: fc.Arbitrary<Emission> = fc.oneof(
+    fc.record({ _tag: fc.constant("Finish" as const), finishReason: fc.constantFrom("stop", "length", "tool_calls"), usage }),
+    fc.constantFrom(new RunFailed({ reason: "node disconnected" }), new RunTimedOut({ idleMs: 5 }), new ToolValidationFailed({ reason: "x" }))
+      .map((error): Emission => ({ _tag: "Error", error }))
+  )
+  const context = fc.record({
+    id: text,
+    created: fc.nat(),
+    model: text,
+    reasoningField: fc.constantFrom("reasoning_content" as const, "reasoning" as const, "both" as const),
+    includeUsage: fc.boolean(),
+    logprobs: fc.boolean()
+  })
+  const frame = (c: ChatCompletionChunk) => `data: ${JSON.stringify(c)}\n\n`
+  const decodeChunk = Schema.decodeUnknownSync(ChunkSchema)
+
+  it.prop(
+    "the SSE text is the typed chunks serialised, byte for byte; each decodes as a ChatCompletionChunk; the completion decodes",
+    [context, fc.array(output, { maxLength: 12 }), terminal],
+    ([ctx, outputs, end]) => {
+      const all = [...outputs, end]
+      const typed = chunkBuilder(ctx)
+      const chunks = [...typed.head]
+      for (const e of all) if (e._tag !== "Error") typed.emission(e, chunks)
+      const sse = chunkRenderer(ctx)
+      const closing = end._tag === "Error" ? `data: ${JSON.stringify(sseError(end.error))}\n\n` : ""
+      expect(sse.head + sse.batch(all)).toBe(chunks.map(frame).join("") + closing + "data: [DONE]\n\n")
+      const wire = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
+      for (const c of chunks) expect(decodeChunk(wire(c))).toEqual(wire(c))
+      const body = completion(ctx, all)
+      if (body._tag === "Body") expect(Schema.decodeUnknownSync(ChatCompletion)(wire(body.body))).toEqual(wire(body.body))
+      else expect(end._tag).toBe("Error")
+    }
+  )
 })
