@@ -17,7 +17,7 @@ import { NodeRegistry } from "../run/NodeRegistry.js"
 import { allows, makeKeyCheck, presentedKey } from "./Auth.js"
 import { Limits } from "./Limits.js"
 import { ModelNotFound } from "../chat/errors.js"
-import { NoNodeForModel } from "../run/errors.js"
+import { resolveModel } from "../chat/resolveModel.js"
 import { InternalError, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { readBody } from "./readBody.js"
@@ -82,14 +82,7 @@ export const makeRoutes = Effect.gen(function* () {
     return check
   })
 
-  /** The model a caller's name (an id or an alias) names, as a registered node (local or remote) serves it. */
-  const resolveModel = (name: string) =>
-    Effect.suspend(() => {
-      const model = registry.findModel(name)
-      if (model !== undefined) return Effect.succeed(model)
-      // A model some node served before, with no live node now (node gone, bus down): an outage, not a 404.
-      return Effect.fail(registry.wasServed(name) ? new NoNodeForModel({ model: name }) : new ModelNotFound({ model: name }))
-    })
+  const resolve = resolveModel(registry)
 
   /** One dialect's route: the same guard, body limit, model resolution, limits and response path for every API. */
   const serve = <W>(dialect: Dialect<W>) =>
@@ -100,7 +93,7 @@ export const makeRoutes = Effect.gen(function* () {
         const text = yield* readBody(config.server.maxBodyBytes)
         const wire = yield* dialect.decode(text)
         const name = dialect.model(wire)
-        const model = yield* resolveModel(name)
+        const model = yield* resolve(name)
         // A model the key may not use does not exist for it.
         if (!allows(check, model.id, name)) return yield* Effect.fail(new ModelNotFound({ model: name }))
         const request = yield* dialect.toChatRequest(wire, model, requestLimits)
@@ -140,7 +133,7 @@ export const makeRoutes = Effect.gen(function* () {
     Effect.gen(function* () {
       const check = yield* guard
       const wire = yield* decodeCountTokens(yield* readBody(config.server.maxBodyBytes))
-      const model = yield* resolveModel(wire.model)
+      const model = yield* resolve(wire.model)
       if (!allows(check, model.id, wire.model)) return yield* Effect.fail(new ModelNotFound({ model: wire.model }))
       return HttpServerResponse.unsafeJson({ input_tokens: estimateInputTokens(wire) })
     })

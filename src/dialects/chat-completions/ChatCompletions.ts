@@ -3,11 +3,13 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { ChatRequest } from "../../chat/ChatRequest.js"
-import { ModelNotFound, type RunOutcomeError } from "../../chat/errors.js"
-import { EdgeConfig, findModel, type ModelConfig } from "../../config/EdgeConfig.js"
+import type { ModelNotFound, RunOutcomeError } from "../../chat/errors.js"
+import { resolveModel } from "../../chat/resolveModel.js"
+import { EdgeConfig } from "../../config/EdgeConfig.js"
 import type { InvalidRequest } from "../../http/errors.js"
 import { toHttpError } from "../../http/openaiError.js"
-import type { SubmitError } from "../../run/errors.js"
+import type { NoNodeForModel, SubmitError } from "../../run/errors.js"
+import { NodeRegistry } from "../../run/NodeRegistry.js"
 import type { Dialect, RunInfo } from "../Dialect.js"
 import { Responder } from "../Responder.js"
 import type { ChatCompletion, ChatCompletionChunk } from "./completion.js"
@@ -50,7 +52,9 @@ export declare namespace ChatCompletions {
      * up, the same checks and output policy as `POST /v1/chat/completions`. `stream` in the request is ignored
      * by `create` and `stream`, which say how the run is answered.
      */
-    readonly request: (wire: ChatCompletionRequest) => Effect.Effect<ChatRequest, InvalidRequest | ModelNotFound>
+    readonly request: (
+      wire: ChatCompletionRequest
+    ) => Effect.Effect<ChatRequest, InvalidRequest | ModelNotFound | NoNodeForModel>
     /**
      * Runs to the end (with the strict retries of a non-stream request) and returns the `chat.completion`. The
      * run's failure, or its submission's, is the typed error. Interrupting it cancels the run.
@@ -76,11 +80,7 @@ export const make = Effect.gen(function* () {
   const config = yield* EdgeConfig
   const limits = requestLimits(config)
 
-  /** The model a caller's name (an id or an alias) names: the typed API's one model lookup. */
-  const lookupModel = (name: string): Effect.Effect<ModelConfig, ModelNotFound> => {
-    const model = findModel(config.models, name)
-    return model === undefined ? Effect.fail(new ModelNotFound({ model: name })) : Effect.succeed(model)
-  }
+  const lookupModel = resolveModel(yield* NodeRegistry)
 
   const request: ChatCompletions.Service["request"] = (wire) =>
     Effect.flatMap(lookupModel(wire.model), (model) => toChatRequest(wire, model, limits))
@@ -100,7 +100,7 @@ export const make = Effect.gen(function* () {
   return { request, create, stream } satisfies ChatCompletions.Service
 })
 
-export const ChatCompletionsLive: Layer.Layer<ChatCompletions, never, Responder | EdgeConfig> = Layer.effect(
+export const ChatCompletionsLive: Layer.Layer<ChatCompletions, never, Responder | EdgeConfig | NodeRegistry> = Layer.effect(
   ChatCompletions,
   make
 )

@@ -17,7 +17,7 @@ import { decodeConfigJson } from "../../../src/config/loadConfig.js"
 import { sseError } from "../../../src/dialects/chat-completions/render.js"
 import { ResponderLive } from "../../../src/dialects/Responder.js"
 import { HttpAppLive } from "../../../src/http/HttpLive.js"
-import { Lifecycle, LifecycleLive } from "../../../src/http/Lifecycle.js"
+import { LifecycleLive } from "../../../src/http/Lifecycle.js"
 import { LimitsLive } from "../../../src/http/Limits.js"
 import { ChatCompletion, ChatCompletionChunk, ChatCompletions, type RunOutcomeError, type SubmitError } from "../../../src/index.js"
 import { MetricsTest } from "../../../src/observability/Metrics.js"
@@ -26,7 +26,6 @@ import { fromStream } from "../../../src/providers/Provider.js"
 import { type NodeConnection, NodeRegistry, NodeRegistryLive } from "../../../src/run/NodeRegistry.js"
 import * as RunEvent from "../../../src/run/RunEvent.js"
 import * as RunServiceM from "../../../src/run/RunService.js"
-import * as EdgeTransport from "../../../src/run/transport/nats/EdgeTransport.js"
 
 /**
  * The typed Chat Completions API (`ChatCompletions.request` / `create` / `stream`) through the real layers — the
@@ -71,7 +70,7 @@ const config = Either.getOrThrow(
       { id: "m", provider: { type: "echo" } },
       { id: "strict", provider: { type: "echo" }, output: { strict: true } },
       { id: "buffered", provider: { type: "echo" }, output: { strict: true, streamBuffer: true } },
-      // Configured, but no node serves it.
+      // Served by a node that takes no run.
       { id: "orphan", provider: { type: "echo" } }
     ]
   })
@@ -83,7 +82,7 @@ const playingNode = Effect.gen(function* () {
   const cancelled = yield* Deferred.make<string>()
   const connection: NodeConnection = {
     id: RunEvent.NodeId.make("n1"),
-    models: ["m", "strict", "buffered"],
+    models: config.models.filter((m) => m.id !== "orphan"),
     maxConcurrentRuns: Number.POSITIVE_INFINITY,
     start: (runId, request, sink) =>
       Effect.gen(function* () {
@@ -98,12 +97,20 @@ const playingNode = Effect.gen(function* () {
   return { connection, started, cancelled }
 })
 
-const serving = Layer.effectDiscard(Effect.flatMap(Lifecycle, (l) => l.markServing)).pipe(Layer.provideMerge(LifecycleLive))
+/** A node serving `orphan` that is always full. */
+const fullNode: NodeConnection = {
+  id: RunEvent.NodeId.make("full"),
+  models: config.models.filter((m) => m.id === "orphan"),
+  maxConcurrentRuns: 0,
+  start: () => Effect.void
+}
 
 /** The edge's services over the node, and its routes on a test server. */
 const setup = Effect.gen(function* () {
   const node = yield* playingNode
-  const register = Layer.scopedDiscard(Effect.flatMap(NodeRegistry, (r) => r.register(node.connection)))
+  const register = Layer.scopedDiscard(
+    Effect.flatMap(NodeRegistry, (r) => Effect.zipRight(r.register(node.connection), r.register(fullNode)))
+  )
   const services = ChatCompletions.ChatCompletionsLive.pipe(
     Layer.provideMerge(ResponderLive),
     Layer.provideMerge(ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })),
@@ -113,7 +120,7 @@ const setup = Effect.gen(function* () {
     Layer.provideMerge(EdgeConfig.layer(config))
   )
   const layer = HttpAppLive.pipe(
-    Layer.provide(Layer.mergeAll(serving, LimitsLive, EdgeTransport.layerFromConfig(undefined))),
+    Layer.provide(Layer.mergeAll(LifecycleLive, LimitsLive)),
     Layer.provideMerge(services),
     Layer.provideMerge(NodeHttpServer.layerTest)
   )
@@ -279,7 +286,7 @@ describe("typed Chat Completions API", () => {
           { ask: wire("rejected"), said: "upstream 400: too long", kind: "outcome", items: 0, content: "" },
           { ask: wire("invalid", { model: "strict", tools }), said: "invalid tool call", kind: "outcome", items: 1, content: "" },
           { ask: wire("invalid", { model: "buffered", tools }), said: "invalid tool call", kind: "outcome", items: 1, content: "" },
-          { ask: wire("hello", { model: "orphan" }), said: "no node for orphan", kind: "submit", items: 0, content: "" }
+          { ask: wire("hello", { model: "orphan" }), said: "at capacity: orphan", kind: "submit", items: 0, content: "" }
         ]
         for (const { ask, said, kind, items: count, content } of cases) {
           const request = yield* chatRequest(ask)
