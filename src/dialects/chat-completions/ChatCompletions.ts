@@ -45,6 +45,9 @@ export const dialect: Dialect<ChatCompletionRequest> = {
   error: toHttpError
 }
 
+/** Why a request built in code cannot become a run: a bad field, an unknown model, no live node for it. */
+export type RequestError = InvalidRequest | ModelNotFound | NoNodeForModel
+
 export declare namespace ChatCompletions {
   export interface Service {
     /**
@@ -54,7 +57,7 @@ export declare namespace ChatCompletions {
      */
     readonly request: (
       wire: ChatCompletionRequest
-    ) => Effect.Effect<ChatRequest, InvalidRequest | ModelNotFound | NoNodeForModel>
+    ) => Effect.Effect<ChatRequest, RequestError>
     /**
      * Runs to the end (with the strict retries of a non-stream request) and returns the `chat.completion`. The
      * run's failure, or its submission's, is the typed error. Interrupting it cancels the run.

@@ -1,0 +1,34 @@
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { Edge } from "iop-edge"
+import { ShoutModel } from "./provider.js"
+
+/** The app's own middleware: a header on every answer, the edge's included. */
+const poweredBy = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+  Effect.map(app, HttpServerResponse.setHeader("x-powered-by", "example-app"))
+
+/** The app: its own routes, the edge's beside them, under its own middleware. */
+export const app = Effect.gen(function* () {
+  const edgeRoutes = yield* Edge.routes
+  const edgeMiddleware = yield* Edge.middleware
+  const router = HttpRouter.empty.pipe(
+    HttpRouter.get("/hello", HttpServerResponse.text("hello from the app")),
+    HttpRouter.concat(edgeRoutes),
+    HttpRouter.all("*", HttpServerResponse.text("not here", { status: 404 }))
+  )
+  return poweredBy(edgeMiddleware(yield* HttpRouter.toHttpApp(router)))
+})
+
+/** The edge's services: no configured models (only ours), our provider, config written in code. */
+export const EdgeServices = Edge.compose({ metrics: Edge.MetricsLive, nodes: ShoutModel }).pipe(
+  Layer.provideMerge(Edge.configLayer({ models: [], log: { level: "warn" }, runs: { idleTimeoutMs: 30_000 } }))
+)
+
+/** The app served by whatever HttpServer the caller provides. */
+export const AppLive = Layer.unwrapEffect(Effect.map(app, (a) => HttpServer.serve(a))).pipe(
+  Layer.provide(EdgeServices)
+)
