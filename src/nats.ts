@@ -1,27 +1,26 @@
 /**
- * `iop-edge/nats`: remote nodes over NATS. The edge side (`edgeLive`, discovery into the NodeRegistry) and the
- * node side (`nodeLayer`, what `iop node` runs). Its own entry point, so that an embedded edge never loads the
- * NATS client.
+ * `iop-edge/nats`: remote nodes over NATS. The edge side (`edgeLive`: discovery into the NodeRegistry) and the
+ * node side (`nodeLayer`: what `iop node` runs). Its own entry point, so that an embedded edge never loads the
+ * NATS client; its types do not reference the client's either (they do not compile under
+ * `exactOptionalPropertyTypes` with `skipLibCheck: false`).
  */
+import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ApiKeySourceError } from "./config/apiKeys.js"
-import { EdgeConfig, type EdgeConfigShape } from "./config/EdgeConfig.js"
+import { EdgeConfig, type EdgeConfigShape, type ModelConfig } from "./config/EdgeConfig.js"
 import * as Edge from "./Edge.js"
 import type { NodeRegistry } from "./run/NodeRegistry.js"
+import type { BusConfig, BusConnectFailed, NodeSettings } from "./run/transport/nats/BusConfig.js"
 import * as EdgeTransport from "./run/transport/nats/EdgeTransport.js"
-import type { BusConnectFailed } from "./run/transport/nats/NatsBus.js"
+import * as NodeServer from "./run/transport/nats/NodeServer.js"
 
-export * as EdgeTransport from "./run/transport/nats/EdgeTransport.js"
-export * as NodeServer from "./run/transport/nats/NodeServer.js"
-export * as NatsBus from "./run/transport/nats/NatsBus.js"
-export * as BusConfig from "./run/transport/nats/BusConfig.js"
-export { BusConnectFailed } from "./run/transport/nats/NatsBus.js"
+export { BusConfig, BusConnectFailed, NodeSettings } from "./run/transport/nats/BusConfig.js"
 
 /**
  * The remote nodes of the config's `bus` (none without one), registered in the NodeRegistry while they
- * announce themselves: pass it as `nodes` to `Edge.compose`, or merge it beside `Edge.EmbeddedNodeLive`.
+ * announce themselves: pass it as `nodes` to `Edge.compose`, merged beside `Edge.EmbeddedNodeLive` if you like.
  */
 export const edgeLive: Layer.Layer<never, BusConnectFailed, EdgeConfig | NodeRegistry> = Layer.empty.pipe(
   Layer.provide(Layer.unwrapEffect(Effect.map(EdgeConfig, (c) => EdgeTransport.layerFromConfig(c.bus))))
@@ -32,3 +31,14 @@ export const serverLayer = (
   config: EdgeConfigShape
 ): Layer.Layer<never, HttpServerError.ServeError | ApiKeySourceError | BusConnectFailed> =>
   Edge.serverLayer(config, edgeLive)
+
+/**
+ * A node serving `models` (with their built-in providers) to the edges on the bus until the layer is released,
+ * then draining its runs for at most `drainTimeoutMs`: what `iop node` runs.
+ */
+export const nodeLayer = (options: {
+  readonly bus: BusConfig
+  readonly node: NodeSettings
+  readonly models: ReadonlyArray<ModelConfig>
+  readonly drainTimeoutMs?: number
+}): Layer.Layer<never, BusConnectFailed, NodeHttpClient.Dispatcher> => NodeServer.nodeLayer(options)

@@ -15,8 +15,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { EdgeConfigSchema, defaultConfig } from "../config/EdgeConfig.js"
 import { applyOverrides, ConfigError, loadConfigFile } from "../config/loadConfig.js"
-import * as NodeServer from "../run/transport/nats/NodeServer.js"
-import { serverLayer } from "../nats.js"
+import { nodeLayer, serverLayer } from "../nats.js"
+
 import * as Logging from "../observability/Logging.js"
 
 const VERSION = "0.1.0"
@@ -65,7 +65,7 @@ const node = Command.make("node", { config: configOption, logLevel }, (flags) =>
     const file = Option.getOrElse(flags.config, () => "config")
     if (config.bus === undefined) return yield* Effect.fail(new ConfigError({ file, detail: "$.bus: missing (required by iop node)" }))
     if (config.node === undefined) return yield* Effect.fail(new ConfigError({ file, detail: "$.node: missing (required by iop node)" }))
-    const layer = NodeServer.nodeLayer({
+    const layer = nodeLayer({
       bus: config.bus,
       node: config.node,
       models: config.models,

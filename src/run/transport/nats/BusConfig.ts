@@ -54,3 +54,13 @@ export const NodeSettings = Schema.Struct({
   maxConcurrentRuns: Schema.optionalWith(PositiveInt, { default: () => 8 })
 })
 export type NodeSettings = typeof NodeSettings.Type
+
+/** The bus could not be reached at start: the edge or node does not start without it. */
+export class BusConnectFailed extends Schema.TaggedError<BusConnectFailed>()("BusConnectFailed", {
+  servers: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `cannot connect to NATS at ${this.servers}: ${this.reason}`
+  }
+}

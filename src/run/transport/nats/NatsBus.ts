@@ -28,14 +28,9 @@ export interface ClientTuning {
   readonly reconnectTimeWaitMs?: number
 }
 
-export class BusConnectFailed extends Schema.TaggedError<BusConnectFailed>()("BusConnectFailed", {
-  servers: Schema.String,
-  reason: Schema.String
-}) {
-  override get message(): string {
-    return `cannot connect to NATS at ${this.servers}: ${this.reason}`
-  }
-}
+// In BusConfig.ts (no NATS import), so that the nats entry point's types do not load the client's.
+export { BusConnectFailed } from "./BusConfig.js"
+import { BusConnectFailed } from "./BusConfig.js"
 
 export class BusError extends Schema.TaggedError<BusError>()("BusError", {
   operation: Schema.String,
