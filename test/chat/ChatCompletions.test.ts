@@ -16,10 +16,8 @@ import { Metrics, MetricsTest } from "../../src/observability/Metrics.js"
 import { NodeDisconnected, NodeUnavailable, NoNodeForModel, StreamClosed } from "../../src/run/errors.js"
 import { NodeId } from "../../src/run/RunEvent.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
-import * as RunServiceM from "../../src/run/RunService.js"
-import { NodeRegistry, NodeRegistryLive } from "../../src/run/NodeRegistry.js"
-import { eventStream, events, refuse, type Script, scriptedRuns } from "../support/ScriptedRunService.js"
-import { scriptedNode } from "../support/ScriptedNode.js"
+import { type RunHandle, RunService } from "../../src/run/RunService.js"
+import { ScriptedProvider, ScriptedRunService, Step, TestEdge } from "../../src/testing.js"
 import { jsonBody, sseBody } from "../support/chatCompletionsBodies.js"
 import { parseSse, type StreamItem } from "../support/sse.js"
 
@@ -49,25 +47,50 @@ const request = (body: Record<string, unknown>) =>
 
 const chatLayer = ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })
 
-const setup = (scripts: ReadonlyArray<Script>) => {
-  const runs = scriptedRuns(scripts)
+const { events, eventStream, refuse } = ScriptedRunService
+
+const setup = (
+  scripts: ReadonlyArray<ScriptedRunService.Script>,
+  wrap: (runs: Layer.Layer<RunService>) => Layer.Layer<RunService> = (runs) => runs
+) => {
+  const runs = ScriptedRunService.make(scripts)
   const layer = ResponderLive.pipe(
     Layer.provideMerge(chatLayer),
-    Layer.provideMerge(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
+    Layer.provideMerge(Layer.mergeAll(wrap(runs.layer), MetricsTest, EdgeConfig.layer(config)))
   )
   return { runs, layer }
 }
 
-/** The chat plane over the real run plane (its idle watchdog) and one scripted node serving every model. */
-const overRunPlane = (script: Stream.Stream<RunEvent.RunEvent>) => {
-  const node = scriptedNode("n1", ["echo", "strict", "buffered"], script)
-  const plane = RunServiceM.layer({ idleTimeoutMs: 60_000 }).pipe(Layer.provideMerge(NodeRegistryLive))
-  const register = Layer.scopedDiscard(Effect.flatMap(NodeRegistry, (r) => r.register(node.connection)))
-  const layer = ResponderLive.pipe(
-    Layer.provideMerge(chatLayer),
-    Layer.provide(Layer.mergeAll(MetricsTest, register.pipe(Layer.provideMerge(plane))))
-  )
-  return { node, layer }
+/** The whole edge (the real run plane, its idle watchdog) with one scripted provider serving every model. */
+const overRunPlane = (script: Iterable<Step.Step>) =>
+  TestEdge.layer({ nodes: ScriptedProvider.layer(["echo", "strict", "buffered"], { script }) })
+
+/** Every run the scripted provider got was stopped on it before it ended (cancelled, not left running). */
+const everyRunCancelled = Effect.gen(function* () {
+  const runs = yield* (yield* ScriptedProvider).runs
+  expect(runs.length).toBeGreaterThan(0)
+  for (const run of runs) expect(yield* run.state).toBe("cancelled")
+})
+
+/** A run plane whose runs deliver their first batch, after which the next read dies: a defect below the session. */
+const defectAfterFirstBatch = (defect: Error) => {
+  const failing = (handle: RunHandle): RunHandle => {
+    let delivered = false
+    const read = () => {
+      if (delivered) throw defect
+      const r = handle.read()
+      if (r !== undefined) delivered = true
+      return r
+    }
+    const take = Effect.suspend(() =>
+      delivered ? Effect.die(defect) : Effect.tap(handle.take, () => Effect.sync(() => (delivered = true)))
+    )
+    return { ...handle, read, take }
+  }
+  return (inner: Layer.Layer<RunService>): Layer.Layer<RunService> =>
+    Layer.effect(RunService, Effect.map(RunService, (runs) => ({ ...runs, submit: (request) => Effect.map(runs.submit(request), failing) }))).pipe(
+      Layer.provide(inner)
+    )
 }
 
 const collect = (body: Stream.Stream<Uint8Array>) =>
@@ -95,7 +118,7 @@ const untilDone = (out: ReadonlyArray<StreamItem>) => {
 
 describe("ChatCompletions", () => {
   it.scoped("idle timeout: 59.9 s without an event keeps the stream open, 60 s ends it with `run timed out` and cancels the run", () => {
-    const { node, layer } = overRunPlane(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))
+    const layer = overRunPlane([Step.text("a"), Step.stall])
     return Effect.gen(function* () {
       const body = yield* sseBody(yield* request({ model: "echo", stream: true }))
       const fiber = yield* Effect.fork(collect(body))
@@ -107,18 +130,14 @@ describe("ChatCompletions", () => {
       expect(out.filter((i) => i._tag === "Error")).toHaveLength(1)
     }).pipe(
       Effect.scoped,
-      Effect.tap(() => expect(node.stopped).toEqual(node.started)),
+      Effect.zipRight(everyRunCancelled),
       Effect.provide(layer)
     )
   })
 
   it.scoped("idle timeout restarts on every event (it is not a deadline)", () => {
-    const slow = Stream.fromIterable(["a", "b", "c"]).pipe(
-      Stream.tap(() => Effect.sleep("50 seconds")),
-      Stream.map(RunEvent.delta),
-      Stream.concat(Stream.make(RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} })))
-    )
-    const { layer } = overRunPlane(slow)
+    const slow = ["a", "b", "c"].flatMap((text) => [Step.sleep("50 seconds"), Step.text(text)])
+    const layer = overRunPlane([...slow, Step.complete()])
     return Effect.gen(function* () {
       // Nothing is written (the stream is not even returned) before the run's first batch, 50 s in.
       const fiber = yield* Effect.fork(
@@ -131,13 +150,14 @@ describe("ChatCompletions", () => {
   })
 
   it.effect("idle timeout, non-stream: fails with RunTimedOut (HTTP 504) and cancels the run", () => {
-    const { node, layer } = overRunPlane(Stream.never)
+    const layer = overRunPlane([Step.stall])
     return Effect.gen(function* () {
       const fiber = yield* Effect.fork(Effect.either(Effect.scoped(jsonBody(yield* request({ model: "echo" })))))
       yield* TestClock.adjust("60 seconds")
       const result = yield* Fiber.join(fiber)
       expect(Either.isLeft(result) && result.left._tag).toBe("RunTimedOut")
-      expect(node.stopped).toHaveLength(1)
+      expect(yield* (yield* ScriptedProvider).runs).toHaveLength(1)
+      yield* everyRunCancelled
     }).pipe(Effect.provide(layer))
   })
 
@@ -335,7 +355,10 @@ describe("ChatCompletions", () => {
   })
 
   it.scoped("a defect mid-stream still ends the stream with one run_error and [DONE]", () => {
-    const { layer } = setup([eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.dieMessage("bug"))))])
+    const { layer } = setup(
+      [eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))],
+      defectAfterFirstBatch(new Error("bug"))
+    )
     return Effect.gen(function* () {
       const out = untilDone(yield* collect(yield* sseBody(yield* request({ model: "echo", stream: true }))))
       expect(out.filter((i) => i._tag === "Error")).toEqual([{ _tag: "Error", error: { type: "run_error", message: "internal error" } }])
@@ -401,7 +424,7 @@ describe("ChatCompletions", () => {
     })
 
     it.scoped("a stream with no first event within idleTimeoutMs fails with RunTimedOut (HTTP 504) before anything is written", () => {
-      const { node, layer } = overRunPlane(Stream.never)
+      const layer = overRunPlane([Step.stall])
       return Effect.gen(function* () {
           const fiber = yield* Effect.fork(Effect.flip(sseBody(yield* request({ model: "echo", stream: true }))))
         yield* TestClock.adjust("59900 millis")
@@ -410,7 +433,7 @@ describe("ChatCompletions", () => {
         expect((yield* Fiber.join(fiber))._tag).toBe("RunTimedOut")
       }).pipe(
         Effect.scoped,
-        Effect.tap(() => expect(node.stopped).toEqual(node.started)),
+        Effect.zipRight(everyRunCancelled),
         Effect.provide(layer)
       )
     })

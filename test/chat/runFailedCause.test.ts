@@ -17,7 +17,7 @@ import { MetricsTest } from "../../src/observability/Metrics.js"
 import { NodeDisconnected, RunCancelled, RunIdle, StreamClosed } from "../../src/run/errors.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
 import { sseBody } from "../support/chatCompletionsBodies.js"
-import { eventStream, scriptedRuns } from "../support/ScriptedRunService.js"
+import { ScriptedRunService } from "../../src/testing.js"
 
 /** RunFailed keeps the run-plane error it was made from: the client reads the same message, the log names it. */
 
@@ -42,7 +42,7 @@ describe("RunFailed keeps its cause", () => {
   it.effect("the run's log line names the cause; the stream's error event is as before", () =>
     Effect.gen(function* () {
       const config = Either.getOrThrow(decodeConfigJson("t", { models: [{ id: "m", provider: { type: "echo" } }] }))
-      const runs = scriptedRuns([eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.fail(nodeGone))))])
+      const runs = ScriptedRunService.make([ScriptedRunService.eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.fail(nodeGone))))])
       const finished: Array<HashMap.HashMap<string, unknown>> = []
       const logger = Logger.make(({ annotations, message }) => {
         if ((Array.isArray(message) ? message[0] : message) === "run finished") finished.push(annotations)

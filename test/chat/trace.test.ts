@@ -13,15 +13,15 @@ import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completi
 import { MetricsTest } from "../../src/observability/Metrics.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
 import { sseBody } from "../support/chatCompletionsBodies.js"
-import { events, scriptedRuns } from "../support/ScriptedRunService.js"
+import { ScriptedRunService } from "../../src/testing.js"
 
 const run = (traceStreams: boolean, metadata: Record<string, string>) =>
   Effect.gen(function* () {
     const config = Either.getOrThrow(
       decodeConfigJson("t", { log: { traceStreams }, models: [{ id: "m", provider: { type: "echo" } }] })
     )
-    const runs = scriptedRuns([
-      events(RunEvent.delta("Hi"), RunEvent.delta("<|im_"), RunEvent.delta("end|>"), RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} }))
+    const runs = ScriptedRunService.make([
+      ScriptedRunService.events(RunEvent.delta("Hi"), RunEvent.delta("<|im_"), RunEvent.delta("end|>"), RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} }))
     ])
     const logs: Array<{ message: string; seq: unknown; type: unknown }> = []
     const logger = Logger.make(({ message, annotations }) => {

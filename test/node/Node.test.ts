@@ -10,7 +10,7 @@ import { ModelConfig } from "../../src/config/EdgeConfig.js"
 import * as Node from "../../src/node/Node.js"
 import { NodeId, RunId } from "../../src/run/RunEvent.js"
 import type { SubmitRunRequest } from "../../src/run/SubmitRunRequest.js"
-import { recordingSink } from "../support/RecordingSink.js"
+import { RecordingSink } from "../../src/testing.js"
 
 const echo = Schema.decodeUnknownSync(ModelConfig)({ id: "echo", provider: { type: "echo", tokenDelayMs: 10 } })
 const make = Node.servedFromConfig([echo]).pipe(
@@ -29,28 +29,28 @@ describe("Node", () => {
   it.scoped("executes a run with the model's provider, into the run's sink", () =>
     Effect.gen(function* () {
       const node = yield* make
-      const rec = yield* recordingSink
+      const rec = yield* RecordingSink.make
       yield* node.execute(RunId.make("r1"), request("echo", "hi there"), rec.sink)
       const fiber = yield* Effect.fork(rec.ended)
       yield* TestClock.adjust("1 second")
       yield* Fiber.join(fiber)
-      expect(rec.events().map((e) => (e._tag === "Delta" ? e.text : e._tag))).toEqual(["hi", " the", "re", "Complete"])
+      expect((yield* rec.events).map((e) => (e._tag === "Delta" ? e.text : e._tag))).toEqual(["hi", " the", "re", "Complete"])
     })
   )
 
   it.scoped("an unknown model is a Failed event, not a crash", () =>
     Effect.gen(function* () {
       const node = yield* make
-      const rec = yield* recordingSink
+      const rec = yield* RecordingSink.make
       yield* node.execute(RunId.make("r1"), request("nope", "x"), rec.sink)
-      expect(rec.events()).toEqual([{ _tag: "Failed", message: 'node n does not serve model "nope"' }])
+      expect(yield* rec.events).toEqual([{ _tag: "Failed", message: 'node n does not serve model "nope"' }])
     })
   )
 
   it.scoped("closing the run's scope stops it: no event after, and it no longer counts as active", () =>
     Effect.gen(function* () {
       const node = yield* make
-      const rec = yield* recordingSink
+      const rec = yield* RecordingSink.make
       const scope = yield* Scope.make()
       yield* node.execute(RunId.make("r1"), request("echo", "a long message to echo back slowly"), rec.sink).pipe(
         Scope.extend(scope)
@@ -58,10 +58,10 @@ describe("Node", () => {
       yield* TestClock.adjust("25 millis")
       expect(yield* node.activeRuns).toBe(1)
       yield* Scope.close(scope, Exit.void)
-      const seen = rec.events().length
+      const seen = (yield* rec.events).length
       yield* TestClock.adjust("1 second")
-      expect(rec.events().length).toBe(seen)
-      expect(rec.events().some((e) => e._tag === "Complete")).toBe(false)
+      expect((yield* rec.events).length).toBe(seen)
+      expect((yield* rec.events).some((e) => e._tag === "Complete")).toBe(false)
       expect(yield* node.activeRuns).toBe(0)
     })
   )

@@ -12,7 +12,7 @@ import { PING_AFTER_MS } from "../../../src/dialects/messages/render.js"
 import { Responder, ResponderLive } from "../../../src/dialects/Responder.js"
 import { MetricsTest } from "../../../src/observability/Metrics.js"
 import * as RunEvent from "../../../src/run/RunEvent.js"
-import { eventStream, scriptedRuns } from "../../support/ScriptedRunService.js"
+import { ScriptedRunService } from "../../../src/testing.js"
 
 const config = Either.getOrThrow(decodeConfigJson("test", { models: [{ id: "m", provider: { type: "echo" } }] }))
 const model = config.models[0]!
@@ -30,7 +30,7 @@ const pings = (text: string) => text.split("event: ping\n").length - 1
 describe("Messages keep-alive", () => {
   it.scoped("a silent run gets a ping after PING_AFTER_MS of silence, by the Clock, and none before", () => {
     // One token, then the run says nothing more (the upstream is thinking).
-    const runs = scriptedRuns([eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))])
+    const runs = ScriptedRunService.make([ScriptedRunService.eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))])
     const layer = ResponderLive.pipe(
       Layer.provideMerge(ChatRun.layer({ toolValidationAttempts: 1, traceStreams: false })),
       Layer.provideMerge(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))

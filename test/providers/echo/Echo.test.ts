@@ -4,7 +4,7 @@ import { FastCheck as fc } from "effect"
 import * as Echo from "../../../src/providers/echo/Echo.js"
 import { echoTokens } from "../../../src/providers/echo/tokens.js"
 import type { SubmitRunRequest } from "../../../src/run/SubmitRunRequest.js"
-import { recordingSink } from "../../support/RecordingSink.js"
+import { RecordingSink } from "../../../src/testing.js"
 
 const request = (messages: SubmitRunRequest["messages"], maxTokens?: number): SubmitRunRequest => ({
   model: "echo",
@@ -17,10 +17,10 @@ const request = (messages: SubmitRunRequest["messages"], maxTokens?: number): Su
 const run = (req: SubmitRunRequest) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const rec = yield* recordingSink
+      const rec = yield* RecordingSink.make
       yield* Echo.make({ tokenDelayMs: 0 }).start(req, rec.sink)
       yield* rec.ended
-      return rec.events()
+      return yield* rec.events
     })
   )
 
