@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { execFile } from "node:child_process"
-import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { promisify } from "node:util"
@@ -18,6 +18,41 @@ const ROOT = resolve(import.meta.dirname, "../..")
  * npm's cache, which the project's own install filled: no network needed), type-checked under strict +
  * `exactOptionalPropertyTypes` + `skipLibCheck: false`, and its own tests run with its own vitest.
  */
+/**
+ * The `ts` blocks of the installed package's `docs/library.md`, as files of the app: a block that imports
+ * `@effect/vitest` is a test of its own; every other one is a module that a generated test imports (running its
+ * top level) and whose exported `program`, if any, it runs. Returns how many blocks there were.
+ */
+const writeDocSnippets = (app: string): number => {
+  const doc = readFileSync(join(app, "node_modules/iop-edge/docs/library.md"), "utf8")
+  const blocks = Array.from(doc.matchAll(/```ts\n([\s\S]*?)```/g), (m) => m[1] ?? "")
+  const dir = join(app, "docs-snippets")
+  mkdirSync(dir)
+  const modules: Array<string> = []
+  blocks.forEach((code, i) => {
+    const isTest = code.includes('from "@effect/vitest"')
+    const name = `snippet-${i + 1}`
+    writeFileSync(join(dir, isTest ? `${name}.test.ts` : `${name}.ts`), code)
+    if (!isTest) modules.push(name)
+  })
+  const runner = [
+    'import { expect, it } from "@effect/vitest"',
+    'import * as Effect from "effect/Effect"',
+    ...modules.map((name) => `import * as ${name.replace("-", "_")} from "./${name}.js"`),
+    ...modules.map((name) => {
+      const ns = name.replace("-", "_")
+      return `it.live("docs/library.md ${name} loads and runs", () => Effect.gen(function* () {
+  const exported: Record<string, unknown> = { ...${ns} }
+  expect(Object.keys(exported).length).toBeGreaterThan(0)
+  const program = exported["program"]
+  if (Effect.isEffect(program)) yield* (program as Effect.Effect<unknown, unknown>)
+}))`
+    })
+  ].join("\n")
+  writeFileSync(join(dir, "snippets.test.ts"), runner)
+  return blocks.length
+}
+
 describe("examples/app against the packed tarball", () => {
   it("installs one Effect, type-checks strictly and passes its own tests", { timeout: 240_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "iop-example-"))
@@ -40,9 +75,14 @@ describe("examples/app against the packed tarball", () => {
       expect(Array.from(copies)).toEqual([join(app, "node_modules/effect")])
       expect(readdirSync(join(app, "node_modules/iop-edge"))).not.toContain("node_modules")
 
+      const snippets = writeDocSnippets(app)
+      expect(snippets).toBeGreaterThanOrEqual(6)
+
       await run("npx", ["tsc", "-p", "."], { cwd: app })
       const tests = await run("npx", ["vitest", "run", "--reporter=dot"], { cwd: app })
-      expect(tests.stdout).toMatch(/Tests\s+3 passed/)
+      expect(tests.stdout).not.toMatch(/failed/)
+      // The app's own 4 tests, the docs' test snippet, and one run per other snippet.
+      expect(Number(/Tests\s+(\d+) passed/.exec(tests.stdout)?.[1])).toBe(4 + snippets)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
