@@ -81,8 +81,8 @@ describe("examples/app against the packed tarball", () => {
       await run("npx", ["tsc", "-p", "."], { cwd: app })
       const tests = await run("npx", ["vitest", "run", "--reporter=dot"], { cwd: app })
       expect(tests.stdout).not.toMatch(/failed/)
-      // The app's own 4 tests, the docs' test snippet, and one run per other snippet.
-      expect(Number(/Tests\s+(\d+) passed/.exec(tests.stdout)?.[1])).toBe(4 + snippets)
+      // The app's own 5 tests, the docs' test snippet, and one run per other snippet.
+      expect(Number(/Tests\s+(\d+) passed/.exec(tests.stdout)?.[1])).toBe(5 + snippets)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

@@ -1,5 +1,6 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { ChatRequest } from "../../chat/ChatRequest.js"
@@ -8,6 +9,7 @@ import { resolveModel } from "../../chat/resolveModel.js"
 import { EdgeConfig } from "../../config/EdgeConfig.js"
 import type { InvalidRequest } from "../../http/errors.js"
 import { toHttpError } from "../../http/openaiError.js"
+import * as Logging from "../../observability/Logging.js"
 import type { NoNodeForModel, SubmitError } from "../../run/errors.js"
 import { NodeRegistry } from "../../run/NodeRegistry.js"
 import type { Dialect, RunInfo } from "../Dialect.js"
@@ -84,21 +86,27 @@ export const make = Effect.gen(function* () {
   const limits = requestLimits(config)
 
   const lookupModel = resolveModel(yield* NodeRegistry)
+  // The run's lines (its summary is logged when its scope closes) at the config's `log.level`, restored after.
+  const atLogLevel = Effect.locallyScoped(FiberRef.currentMinimumLogLevel, Logging.levels[config.log.level])
 
   const request: ChatCompletions.Service["request"] = (wire) =>
     Effect.flatMap(lookupModel(wire.model), (model) => toChatRequest(wire, model, limits))
 
   const create: ChatCompletions.Service["create"] = (request) =>
-    responder.complete(request, (run, emissions) =>
-      Render.completion(renderContext(request, request.submit.model, run), emissions)).pipe(
-        Effect.scoped,
-        Effect.withSpan("ChatCompletions.create")
-      )
+    atLogLevel.pipe(
+      Effect.zipRight(responder.complete(request, (run, emissions) =>
+        Render.completion(renderContext(request, request.submit.model, run), emissions))),
+      Effect.scoped,
+      Effect.withSpan("ChatCompletions.create")
+    )
 
   const stream: ChatCompletions.Service["stream"] = (request) =>
-    responder.items(request, (run) => Render.chunkBuilder(renderContext(request, request.submit.model, run))).pipe(
-      Stream.withSpan("ChatCompletions.stream")
-    )
+    Stream.unwrapScoped(
+      Effect.as(
+        atLogLevel,
+        responder.items(request, (run) => Render.chunkBuilder(renderContext(request, request.submit.model, run)))
+      )
+    ).pipe(Stream.withSpan("ChatCompletions.stream"))
 
   return { request, create, stream } satisfies ChatCompletions.Service
 })
