@@ -25,7 +25,7 @@ import { RunService } from "./run/RunService.js"
 
 export { MetricsLive, MetricsTest } from "./observability/Metrics.js"
 export { GracefulShutdownLive, httpApp, HttpAppLive, middleware, nodeServerLayer, routes } from "./http/HttpLive.js"
-export type { RouteServices } from "./http/HttpLive.js"
+export type { EdgeMiddleware, RouteServices } from "./http/HttpLive.js"
 
 /**
  * The node inside the edge process: the config's `models` with their built-in providers, over an undici pool

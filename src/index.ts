@@ -8,15 +8,19 @@
  * `SubmitError` and `RunOutcomeError` (also here at the top; their members are in `RunErrors` and `ChatErrors`),
  * with `ChatErrors.ModelNotFound` and `HttpErrors.InvalidRequest`.
  *
+ * Entry points beside this one: `iop-edge/nats` (remote nodes) and `iop-edge/testing` (the test kit). See
+ * docs/library.md.
+ *
  * @example
  * ```ts
- * import { Edge, EdgeConfig } from "iop-edge"
- * const live = Edge.EdgeHttpLive.pipe(Layer.provide(EdgeConfig.layer(EdgeConfig.defaultConfig())), ...)
+ * import { Edge } from "iop-edge"
+ * const Main = Layer.unwrapEffect(Effect.map(Edge.httpApp, HttpServer.serve)).pipe(Layer.provide(Edge.layer({})))
  * ```
  */
 export * as Edge from "./Edge.js"
 export * as EdgeConfig from "./config/EdgeConfig.js"
 export * as LoadConfig from "./config/loadConfig.js"
+export { ApiKeySourceError } from "./config/apiKeys.js"
 export * as ChatCompletions from "./dialects/chat-completions/ChatCompletions.js"
 export * as ChatCompletionsRender from "./dialects/chat-completions/render.js"
 export { ChatCompletion, ChatCompletionChunk } from "./dialects/chat-completions/completion.js"
@@ -45,3 +49,21 @@ export * as HttpEdge from "./http/HttpLive.js"
 export * as OpenAiError from "./http/openaiError.js"
 export * as HttpErrors from "./http/errors.js"
 export * as ChatCompletionRequest from "./dialects/chat-completions/wire.js"
+// Every module a public signature above names, so that each of its types can be imported.
+export * as Responder from "./dialects/Responder.js"
+export * as Dialect from "./dialects/Dialect.js"
+export * as Lifecycle from "./http/Lifecycle.js"
+export * as Limits from "./http/Limits.js"
+export * as Listener from "./http/Listener.js"
+export * as RouteLabel from "./http/routeLabel.js"
+export * as RunChannel from "./run/RunChannel.js"
+export * as ToolCallTypes from "./chat/toolcalls/types.js"
+export * as HoldbackFilter from "./chat/filters/holdback.js"
+export * as SentinelFilter from "./chat/filters/sentinel.js"
+export * as ThinkFilter from "./chat/filters/think.js"
+export * as Logprobs from "./chat/logprobs.js"
+export * as BuildChatRequest from "./chat/buildChatRequest.js"
+export * as Auth from "./http/Auth.js"
+export * as ToolCallRegistry from "./chat/toolcalls/registry.js"
+export * as TagScan from "./chat/toolcalls/tagScan.js"
+export * as ToolCallBlock from "./chat/toolcalls/block.js"
