@@ -23,9 +23,8 @@ export declare namespace Limits {
 /** Concurrent-run limits: `runs.maxConcurrentRuns` for the edge, `maxConcurrentRuns` per API key. */
 export class Limits extends Context.Tag("@iop/edge/Limits")<Limits, Limits.Service>() {}
 
-export const make = Effect.gen(function* () {
-  const config = yield* EdgeConfig
-  const global = config.runs.maxConcurrentRuns ?? Number.POSITIVE_INFINITY
+export const make = (options: { readonly maxConcurrentRuns?: number | undefined }) => Effect.gen(function* () {
+  const global = options.maxConcurrentRuns ?? Number.POSITIVE_INFINITY
   const counts = yield* Ref.make<Counts>({ total: 0, perKey: new Map() })
 
   const take = (key: KeyPolicy | undefined) =>
@@ -57,4 +56,11 @@ export const make = Effect.gen(function* () {
   } satisfies Limits.Service
 })
 
-export const LimitsLive: Layer.Layer<Limits, never, EdgeConfig> = Layer.effect(Limits, make)
+/** The limits for `maxConcurrentRuns` runs at once across all callers (default: unlimited). */
+export const layer = (options: { readonly maxConcurrentRuns?: number | undefined }): Layer.Layer<Limits> =>
+  Layer.effect(Limits, make(options))
+
+/** The config's `runs.maxConcurrentRuns`. */
+export const LimitsLive: Layer.Layer<Limits, never, EdgeConfig> = Layer.unwrapEffect(
+  Effect.map(EdgeConfig, (config) => layer({ maxConcurrentRuns: config.runs.maxConcurrentRuns }))
+)
