@@ -69,7 +69,7 @@ const runToEnd = (edge: Edge, model: string) =>
   Effect.scoped(startRun(edge, request("go", model)).pipe(Effect.tap((r) => r.sink.done))).pipe(Effect.map((r) => r.sink))
 
 describe("NATS transport: batches and payload limits", () => {
-  it.scopedLive("one message per emitted batch: the edge's sink gets the batches the provider emitted", () =>
+  it.scopedLive("one message per tick: the batches a provider emits together go out as one, in order", () =>
     Effect.gen(function* () {
       const batches = [
         [RunEvent.delta("a"), RunEvent.delta("b")],
@@ -80,9 +80,30 @@ describe("NATS transport: batches and payload limits", () => {
       const { edge } = yield* setUp({ batches: scripted(batches) })
       const wire = yield* spyEvents(edge.conn, edge.edgeId)
       const sink = yield* runToEnd(edge, "batches")
-      expect(sink.batches).toEqual(batches)
-      yield* waitFor(Effect.sync(() => wire.length), (n) => n === batches.length)
-      expect(wire.map((m) => m.batch)).toEqual(batches)
+      expect(sink.batches).toEqual([batches.flat()])
+      yield* waitFor(Effect.sync(() => wire.length), (n) => n === 1)
+      expect(wire.map((m) => m.batch)).toEqual([batches.flat()])
+    }))
+
+  it.scopedLive("a batch is not held back for the next one: batches emitted apart arrive apart", () =>
+    Effect.gen(function* () {
+      const apart = [[RunEvent.delta("first")], [RunEvent.delta("second"), RunEvent.delta("third")], [done()]]
+      // Each batch in its own tick (a timer between them), as a paced upstream delivers its tokens.
+      const paced = fromStream(() =>
+        Stream.fromIterable(apart).pipe(
+          Stream.tap(() => Effect.sleep(Duration.millis(20))),
+          Stream.flatMap((b) => Stream.fromChunk(Chunk.fromIterable(b)), { concurrency: 1 }),
+          Stream.rechunk(1)
+        )
+      )
+      const { edge } = yield* setUp({ paced })
+      const wire = yield* spyEvents(edge.conn, edge.edgeId)
+      const sink = yield* runToEnd(edge, "paced")
+      expect(sink.events).toEqual(apart.flat())
+      yield* waitFor(Effect.sync(() => wire.length), (n) => n === sink.batches.length)
+      expect(wire.map((m) => m.batch)).toEqual(sink.batches)
+      expect(sink.batches[0]).toEqual([RunEvent.delta("first")])
+      expect(sink.batches.length).toBeGreaterThanOrEqual(apart.length)
     }))
 
   it.scopedLive("a provider that ends without a terminal event: the edge gets Failed, not silence", () =>

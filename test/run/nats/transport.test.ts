@@ -50,7 +50,8 @@ describe("NATS transport", () => {
       expect(remote.nodeId).toBe("n1")
       expect(yield* remote.sink.done).toBe("end")
       expect(remote.sink.events).toEqual(local.events)
-      expect(remote.sink.batches).toEqual(local.batches)
+      // The node sends what its provider emitted in one tick as one message: never more batches than emitted.
+      expect(remote.sink.batches.length).toBeLessThanOrEqual(local.batches.length)
       expect(local.events.at(-1)?._tag).toBe("Complete")
       // The edge learned the node's model config, output options included.
       const announced = yield* edge.discovery.findModel("echo")

@@ -37,9 +37,12 @@ export interface ServeOptions {
 }
 
 /**
- * The node's sink for one run: each emitted batch is published to the run's
- * edge as one message (or, when it would not fit, as several: see
- * `P.fitBatch`), numbered per message. Publishing is synchronous (the client
+ * The node's sink for one run: the batches emitted in one tick (a provider
+ * gets one per upstream chunk, often dozens per socket read) are published to
+ * the run's edge as one message at the end of that tick (or, when they would
+ * not fit, as several: see `P.fitBatch`), numbered per message. That is no
+ * later than the client's own write of them (it flushes on a microtask too),
+ * so the first token is not delayed. Publishing is synchronous (the client
  * buffers), so nothing here waits for the edge.
  */
 interface RunPublisher extends RunSink {
@@ -64,6 +67,9 @@ const makePublisher = (
 ): RunPublisher => {
   let seq = 0
   let ended = false
+  /** Batches emitted this tick, not published yet (the first as emitted, more joined into a copy). */
+  let pending: ReadonlyArray<RunEvent.RunEvent> | undefined
+  let joined: Array<RunEvent.RunEvent> | undefined
 
   const encode = (events: ReadonlyArray<RunEvent.RunEvent>) =>
     encodeRunEvents({ v: P.PROTOCOL_VERSION, runId: start.runId, seq, events })
@@ -96,18 +102,41 @@ const makePublisher = (
     finished(result === true ? undefined : result)
   }
 
-  /** The run ends with this (terminal) event unless it already ended. */
+  /** What waits to be published, with `last` after it; clears it. */
+  const take = (last?: ReadonlyArray<RunEvent.RunEvent>): ReadonlyArray<RunEvent.RunEvent> => {
+    const waiting = pending
+    const more = joined
+    pending = joined = undefined
+    if (waiting === undefined) return last ?? []
+    if (last === undefined) return waiting
+    const all = more ?? [...waiting]
+    for (const event of last) all.push(event)
+    return all
+  }
+
+  const flush = () => {
+    if (!ended && pending !== undefined) finish(publish(take()))
+  }
+
+  /** The run ends with this (terminal) event, after what waits, unless it already ended. */
   const endWith = (event: RunEvent.RunEvent) => {
-    if (!ended) finish(publish([event]))
+    if (!ended) finish(publish(take([event])))
   }
 
   return {
     emit: (events) => {
       if (ended || events.length === 0) return true
-      // Nothing after the first terminal event leaves the node.
+      // Nothing after the first terminal event leaves the node; a terminal batch goes at once, with what waits.
       const terminal = events.findIndex(RunEvent.isTerminal)
-      const batch = terminal === -1 || terminal === events.length - 1 ? events : events.slice(0, terminal + 1)
-      finish(publish(batch))
+      if (terminal !== -1) {
+        finish(publish(take(terminal === events.length - 1 ? events : events.slice(0, terminal + 1))))
+      } else if (pending === undefined) {
+        pending = events
+        queueMicrotask(flush)
+      } else {
+        if (joined === undefined) pending = joined = [...pending]
+        for (const event of events) joined.push(event)
+      }
       // The bus cannot pause: a slow edge is the bus's concern (and the edge's idle watchdog's), never the provider's.
       return true
     },
@@ -117,7 +146,8 @@ const makePublisher = (
     stop: (cancelled) => {
       if (ended) return
       ended = true
-      if (cancelled !== undefined) publish([RunEvent.cancelled(cancelled)])
+      const waiting = take()
+      if (cancelled !== undefined) publish([...waiting, RunEvent.cancelled(cancelled)])
     }
   }
 }
