@@ -7,11 +7,16 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Schema from "effect/Schema"
+import { ModelConfig } from "../../../src/config/EdgeConfig.js"
+import * as Node from "../../../src/node/Node.js"
 import { fromStream, type Provider } from "../../../src/providers/Provider.js"
 import * as RunEvent from "../../../src/run/RunEvent.js"
 import { NodeId, RunId } from "../../../src/run/RunEvent.js"
 import * as EdgeTransport from "../../../src/run/transport/nats/EdgeTransport.js"
 import * as P from "../../../src/run/transport/nats/protocol.js"
+import { startFakeUpstream, textStream } from "../../support/fakeUpstream.js"
 import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
 import {
   busConfig,
@@ -105,6 +110,38 @@ describe("NATS transport: batches and payload limits", () => {
       expect(sink.batches[0]).toEqual([RunEvent.delta("first")])
       expect(sink.batches.length).toBeGreaterThanOrEqual(apart.length)
     }))
+
+  it.scopedLive("a run that ended gives its upstream connection back: six runs in a row through the node use at most two", () =>
+    Effect.gen(function* () {
+      // `[DONE]`, then the end of the body a little later, as a real server's last write may come.
+      const fake = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          startFakeUpstream({
+            kind: "sse",
+            events: [...textStream(["a", "b"]), "data: [DONE]\n\n", ": end\n\n"],
+            delayMs: 20,
+            done: false
+          })
+        ),
+        (f) => Effect.promise(() => f.close())
+      )
+      const model = Schema.decodeUnknownSync(ModelConfig)({ id: "up", provider: { type: "openai", baseUrl: fake.url } })
+      const node = yield* Node.make({ id: NodeId.make("n1"), models: [model], maxConcurrentRuns: 4 })
+      const bus = busConfig(server.url, { nodeTimeoutMs: 10_000 })
+      yield* serveNode(bus, node, { models: [model] })
+      const edge = yield* makeEdge(bus, "e1")
+      yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
+      for (let i = 0; i < 6; i++) {
+        const sink = yield* runToEnd(edge, "up")
+        expect(deltaText(sink.events)).toBe("ab")
+        expect(sink.events.at(-1)?._tag).toBe("Complete")
+      }
+      expect(fake.requests).toHaveLength(6)
+      // The run is closed after its terminal event went out, not inside the provider's emit of it (which
+      // aborted the body before the provider saw its own end: a new upstream connection per run).
+      expect(fake.aborted).toEqual([])
+      expect(fake.connections()).toBeLessThanOrEqual(2)
+    }).pipe(Effect.provide(NodeHttpClient.dispatcherLayer)))
 
   it.scopedLive("a provider that ends without a terminal event: the edge gets Failed, not silence", () =>
     Effect.gen(function* () {

@@ -99,7 +99,9 @@ const makePublisher = (
   const finish = (result: BusError | boolean) => {
     if (result === false) return
     ended = true
-    finished(result === true ? undefined : result)
+    // Not from inside the provider's `emit`: closing the run there would abort its upstream body before it
+    // saw its own terminal event, so every run would cost a new upstream connection instead of reusing one.
+    queueMicrotask(() => finished(result === true ? undefined : result))
   }
 
   /** What waits to be published, with `last` after it; clears it. */
