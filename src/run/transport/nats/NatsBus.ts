@@ -121,6 +121,8 @@ const connectOptions = (config: BusConfig, tuning: ClientTuning) =>
       // A long-lived service: keep reconnecting; liveness is judged by heartbeats, not by the socket.
       maxReconnectAttempts: -1,
       reconnectTimeWait: tuning.reconnectTimeWaitMs ?? 1000,
+      // Else every request captures two stack traces (deep under Effect) for errors we only classify.
+      noAsyncTraces: true,
       ...(tuning.name !== undefined ? { name: tuning.name } : {}),
       ...(nats.user !== undefined ? { user: nats.user } : {}),
       ...(nats.pass !== undefined ? { pass: Redacted.value(nats.pass) } : {}),
