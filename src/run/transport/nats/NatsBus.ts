@@ -65,9 +65,11 @@ export declare namespace NatsConnection {
     readonly publish: (subject: string, data: Uint8Array) => Effect.Effect<void, BusError>
     /**
      * `publish` for callbacks: synchronous (the client buffers; nothing waits
-     * for a reader), the failure returned instead of raised.
+     * for a reader), the failure returned instead of raised. With `reply`, the
+     * receiver's answer goes there (and the server says there when nobody
+     * listens on `subject`: an empty message with status 503, see `isNoResponders`).
      */
-    readonly unsafePublish: (subject: string, data: Uint8Array) => BusError | undefined
+    readonly unsafePublish: (subject: string, data: Uint8Array, reply?: string) => BusError | undefined
     /** The largest message the server takes, in bytes (its `max_payload`; 1 MiB until it said). */
     readonly maxPayload: () => number
     /** Publishes a message encoded by `encode`; an encoding failure is a BusError like a failed publish. */
@@ -99,6 +101,9 @@ export declare namespace NatsConnection {
 }
 
 export class NatsConnection extends Context.Tag("@iop/edge/NatsConnection")<NatsConnection, NatsConnection.Service>() {}
+
+/** The server's answer to a message published with a reply subject when nobody listens on its subject. */
+export const isNoResponders = (msg: Msg): boolean => msg.data.length === 0 && msg.headers?.code === 503
 
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
@@ -193,9 +198,9 @@ export const make = (
       Effect.forkScoped
     )
 
-    const unsafePublish = (subject: string, data: Uint8Array): BusError | undefined => {
+    const unsafePublish = (subject: string, data: Uint8Array, reply?: string): BusError | undefined => {
       try {
-        client.publish(subject, data)
+        client.publish(subject, data, reply === undefined ? undefined : { reply })
         return undefined
       } catch (e) {
         return new BusError({ operation: "publish", subject, reason: reasonOf(e) })
