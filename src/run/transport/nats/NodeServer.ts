@@ -132,7 +132,7 @@ export const serve = (
      * start (the slot is taken before the callback returns, so a RunCancel after it finds the run), and a
      * provider slow to start holds up nothing else.
      */
-    const startRun = (msg: Msg, start: P.RunStart, reply: string) =>
+    const startRun = (msg: Msg, start: P.RunStart, replyTo: string) =>
       Effect.flatMap(Scope.fork(runsParent, ExecutionStrategy.sequential), (scope) => {
         // Check and reserve in one step: capacity holds however many edges ask at once.
         const refused = refusal(draining, runs, start, served, max)
@@ -156,7 +156,7 @@ export const serve = (
         }
         runs.set(start.runId, run)
         edges.set(start.edgeId, clock.unsafeCurrentTimeMillis())
-        bus.unsafePublish(reply, ACCEPTED)
+        bus.unsafePublish(replyTo, ACCEPTED)
         // Added first, so run last: the slot is given back once the provider has stopped.
         return Scope.addFinalizer(scope, Effect.sync(() => runs.get(start.runId) === run && runs.delete(start.runId))).pipe(
           Effect.zipRight(node.execute(start.runId, start.request, run.sink).pipe(Scope.extend(scope))),
