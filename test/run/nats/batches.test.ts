@@ -7,11 +7,16 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Schema from "effect/Schema"
+import { ModelConfig } from "../../../src/config/EdgeConfig.js"
+import * as Node from "../../../src/node/Node.js"
 import { fromStream, type Provider } from "../../../src/providers/Provider.js"
 import * as RunEvent from "../../../src/run/RunEvent.js"
 import { NodeId, RunId } from "../../../src/run/RunEvent.js"
 import * as EdgeTransport from "../../../src/run/transport/nats/EdgeTransport.js"
 import * as P from "../../../src/run/transport/nats/protocol.js"
+import { startFakeUpstream, textStream } from "../../support/fakeUpstream.js"
 import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
 import {
   busConfig,
@@ -69,7 +74,7 @@ const runToEnd = (edge: Edge, model: string) =>
   Effect.scoped(startRun(edge, request("go", model)).pipe(Effect.tap((r) => r.sink.done))).pipe(Effect.map((r) => r.sink))
 
 describe("NATS transport: batches and payload limits", () => {
-  it.scopedLive("one message per emitted batch: the edge's sink gets the batches the provider emitted", () =>
+  it.scopedLive("one message per tick: the batches a provider emits together go out as one, in order", () =>
     Effect.gen(function* () {
       const batches = [
         [RunEvent.delta("a"), RunEvent.delta("b")],
@@ -80,10 +85,64 @@ describe("NATS transport: batches and payload limits", () => {
       const { edge } = yield* setUp({ batches: scripted(batches) })
       const wire = yield* spyEvents(edge.conn, edge.edgeId)
       const sink = yield* runToEnd(edge, "batches")
-      expect(sink.batches).toEqual(batches)
-      yield* waitFor(Effect.sync(() => wire.length), (n) => n === batches.length)
-      expect(wire.map((m) => m.batch)).toEqual(batches)
+      expect(sink.batches).toEqual([batches.flat()])
+      yield* waitFor(Effect.sync(() => wire.length), (n) => n === 1)
+      expect(wire.map((m) => m.batch)).toEqual([batches.flat()])
     }))
+
+  it.scopedLive("a batch is not held back for the next one: batches emitted apart arrive apart", () =>
+    Effect.gen(function* () {
+      const apart = [[RunEvent.delta("first")], [RunEvent.delta("second"), RunEvent.delta("third")], [done()]]
+      // Each batch in its own tick (a timer between them), as a paced upstream delivers its tokens.
+      const paced = fromStream(() =>
+        Stream.fromIterable(apart).pipe(
+          Stream.tap(() => Effect.sleep(Duration.millis(20))),
+          Stream.flatMap((b) => Stream.fromChunk(Chunk.fromIterable(b)), { concurrency: 1 }),
+          Stream.rechunk(1)
+        )
+      )
+      const { edge } = yield* setUp({ paced })
+      const wire = yield* spyEvents(edge.conn, edge.edgeId)
+      const sink = yield* runToEnd(edge, "paced")
+      expect(sink.events).toEqual(apart.flat())
+      yield* waitFor(Effect.sync(() => wire.length), (n) => n === sink.batches.length)
+      expect(wire.map((m) => m.batch)).toEqual(sink.batches)
+      expect(sink.batches[0]).toEqual([RunEvent.delta("first")])
+      expect(sink.batches.length).toBeGreaterThanOrEqual(apart.length)
+    }))
+
+  it.scopedLive("a run that ended gives its upstream connection back: six runs in a row through the node use at most two", () =>
+    Effect.gen(function* () {
+      // `[DONE]`, then the end of the body a little later, as a real server's last write may come.
+      const fake = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          startFakeUpstream({
+            kind: "sse",
+            events: [...textStream(["a", "b"]), "data: [DONE]\n\n", ": end\n\n"],
+            delayMs: 20,
+            done: false
+          })
+        ),
+        (f) => Effect.promise(() => f.close())
+      )
+      const model = Schema.decodeUnknownSync(ModelConfig)({ id: "up", provider: { type: "openai", baseUrl: fake.url } })
+      const served = yield* Node.servedFromConfig([model])
+      const node = Node.make({ id: NodeId.make("n1"), models: served, maxConcurrentRuns: 4 })
+      const bus = busConfig(server.url, { nodeTimeoutMs: 10_000 })
+      yield* serveNode(bus, node, { models: [model] })
+      const edge = yield* makeEdge(bus, "e1")
+      yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
+      for (let i = 0; i < 6; i++) {
+        const sink = yield* runToEnd(edge, "up")
+        expect(deltaText(sink.events)).toBe("ab")
+        expect(sink.events.at(-1)?._tag).toBe("Complete")
+      }
+      expect(fake.requests).toHaveLength(6)
+      // The run is closed after its terminal event went out, not inside the provider's emit of it (which
+      // aborted the body before the provider saw its own end: a new upstream connection per run).
+      expect(fake.aborted).toEqual([])
+      expect(fake.connections()).toBeLessThanOrEqual(2)
+    }).pipe(Effect.provide(NodeHttpClient.dispatcherLayer)))
 
   it.scopedLive("a provider that ends without a terminal event: the edge gets Failed, not silence", () =>
     Effect.gen(function* () {

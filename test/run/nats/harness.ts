@@ -196,12 +196,13 @@ export const makeNode = (
     })
   })
 
-/** Records the run-events messages an edge receives, as they are on the wire. */
+/** Records the run-events messages an edge receives, as they are on the wire (not the node's replies, sent there too). */
 export const spyEvents = (conn: NatsBus.NatsConnection.Service, edgeId: string) =>
   Effect.gen(function* () {
     const messages: Array<{ readonly bytes: number; readonly batch: ReadonlyArray<RunEvent.RunEvent> }> = []
     const subject = P.subjects(conn.subjectPrefix).events(edgeId, "*", "*")
     yield* conn.subscribeCallback(subject, (msg: Msg) => {
+      if (P.decode.runReply(msg.data)._tag === "Ok") return
       const decoded = decodeRunEvents(msg.data)
       messages.push({ bytes: msg.data.length, batch: decoded._tag === "Ok" ? decoded.value.events : [] })
     }, () => {}).pipe(Effect.orDie)

@@ -19,7 +19,7 @@ import type { NodeId, RunId } from "../../RunEvent.js"
 import type { RunSink } from "../../RunSink.js"
 import type { SubmitRunRequest } from "../../SubmitRunRequest.js"
 import type { BusConfig } from "./BusConfig.js"
-import type { BusConnectFailed } from "./NatsBus.js"
+import type { BusConnectFailed, BusError } from "./NatsBus.js"
 import * as NatsBus from "./NatsBus.js"
 import { NatsConnection } from "./NatsBus.js"
 import { decodeRunEvents } from "./eventsWire.js"
@@ -36,94 +36,131 @@ export interface RemoteNode {
 
 /**
  * Starts a run on a node, its events into `sink`. Subscribes to the run's
- * events subject (a callback: no queue, no fiber) before asking, so nothing
- * can be missed; a refusal, no reply or a request too big for the bus fails
- * with NodeUnavailable. Each message is decoded once and sequence-checked,
- * and its batch goes into the sink as it came; an unreadable message, another
- * run's, or a lost or repeated one ends the run with Failed instead of
- * emitting wrong text. Closing the scope before the node sent a terminal
- * event (the caller left, the run was not trusted, a late accept after a
- * timeout) sends RunCancel, which aborts the node's upstream request.
+ * events subject (a callback: no queue, no fiber) and sends the RunStart with
+ * that subject as its reply subject, so the node's Accepted / Refused and
+ * then its events arrive in order on one subscription (and the server's "no
+ * responders" too); a refusal, no reply in time or a request too big for the
+ * bus fails with NodeUnavailable. Each message is decoded once and
+ * sequence-checked, and its batch goes into the sink as it came; an
+ * unreadable message, another run's, or a lost or repeated one ends the run
+ * with Failed instead of emitting wrong text. Closing the scope before the
+ * node sent a terminal event (the caller left, the run was not trusted, a
+ * late accept after a timeout) sends RunCancel, which aborts the node's
+ * upstream request.
  */
-export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) =>
-(runId: RunId, request: SubmitRunRequest, sink: RunSink): Effect.Effect<void, NodeUnavailable | RunRequestTooLarge, Scope.Scope> =>
-  Effect.gen(function* () {
-    const S = P.subjects(bus.subjectPrefix)
-    const unavailable = (reason: string) => new NodeUnavailable({ nodeId: remote.nodeId, reason })
-    const eventsSubject = S.events(remote.edgeId, runId, remote.nodeId)
-    const start = P.encode.runStart({ v: P.PROTOCOL_VERSION, runId, edgeId: remote.edgeId, request, eventsSubject })
-    if (Either.isLeft(start)) return yield* Effect.fail(unavailable(`cannot encode the run: ${start.left}`))
-    const maxPayload = bus.maxPayload()
-    if (start.right.length > maxPayload) {
-      // Too large for every node on this bus alike: a 413, not a refusal worth retrying elsewhere.
-      return yield* Effect.fail(new RunRequestTooLarge({ bytes: start.right.length, limit: maxPayload }))
-    }
+export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => {
+  const S = P.subjects(bus.subjectPrefix)
+  const runSubject = S.run(remote.nodeId)
+  const cancelSubject = S.cancel(remote.nodeId)
+  const unavailable = (reason: string) => new NodeUnavailable({ nodeId: remote.nodeId, reason })
+  return (
+    runId: RunId,
+    request: SubmitRunRequest,
+    sink: RunSink
+  ): Effect.Effect<void, NodeUnavailable | RunRequestTooLarge, Scope.Scope> =>
+    Effect.suspend((): Effect.Effect<void, NodeUnavailable | RunRequestTooLarge, Scope.Scope> => {
+      const eventsSubject = S.events(remote.edgeId, runId, remote.nodeId)
+      const start = P.encode.runStart({ v: P.PROTOCOL_VERSION, runId, edgeId: remote.edgeId, request, eventsSubject })
+      if (Either.isLeft(start)) return Effect.fail(unavailable(`cannot encode the run: ${start.left}`))
+      const maxPayload = bus.maxPayload()
+      if (start.right.length > maxPayload) {
+        // Too large for every node on this bus alike: a 413, not a refusal worth retrying elsewhere.
+        return Effect.fail(new RunRequestTooLarge({ bytes: start.right.length, limit: maxPayload }))
+      }
 
-    // Plain state: every callback below runs synchronously on the client's callback.
-    let seq = P.initial()
-    // The node finished the run (sent a terminal event) or never took it: nothing to cancel then.
-    let nodeDone = false
-    // The sink has its terminal event: later messages are dropped.
-    let closed = false
-    const endWith = (message: string) => {
-      if (closed) return
-      closed = true
-      sink.emit([RunEvent.failed(message)])
-      sink.end()
-    }
-    const onMessage = (msg: Msg) => {
-      if (closed) return
-      const decoded = decodeRunEvents(msg.data)
-      if (decoded._tag !== "Ok") {
-        return endWith(`node ${remote.nodeId} sent an unreadable event: ${P.describeRejection(decoded)}`)
+      // Plain state: every callback below runs synchronously on the client's callback.
+      let seq = P.initial()
+      // The node finished the run (sent a terminal event) or never took it: nothing to cancel then.
+      let nodeDone = false
+      // The sink has its terminal event: later messages are dropped.
+      let closed = false
+      // Until the node's answer came: how to hand it to the waiting start.
+      let answer: ((outcome: Effect.Effect<void, NodeUnavailable>) => void) | undefined
+      let answered = false
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const settle = (outcome: Effect.Effect<void, NodeUnavailable>) => {
+        if (answered) return
+        answered = true
+        clearTimeout(timer)
+        const resume = answer
+        answer = undefined
+        resume?.(outcome)
       }
-      if (decoded.value.runId !== runId) return endWith(`node ${remote.nodeId} sent an event of another run`)
-      const next = P.accept(seq, decoded.value.seq)
-      if (next._tag !== "Ok") return endWith(P.describeSeqError(next))
-      seq = next.state
-      const events = decoded.value.events
-      const terminal = events.findIndex(RunEvent.isTerminal)
-      if (terminal === -1) {
-        if (events.length > 0) sink.emit(events)
-        return
+      const accepted = () => settle(Effect.void)
+      // A start that failed writes nothing more into the sink: the run's next attempt, on another node, uses it.
+      const refused = (reason: string) => {
+        if (answered) return
+        closed = true
+        settle(Effect.fail(unavailable(reason)))
       }
-      nodeDone = true
-      closed = true
-      sink.emit(terminal === events.length - 1 ? events : events.slice(0, terminal + 1))
-      sink.end()
-    }
-    yield* bus.subscribeCallback(
-      eventsSubject,
-      onMessage,
-      (e) => endWith(`lost the run's event subscription: ${e.message}`)
-    ).pipe(Effect.mapError((e) => unavailable(e.message)))
-    yield* Effect.addFinalizer((exit) =>
-      nodeDone
-        ? Effect.void
-        : bus.publishEncoded(S.cancel(remote.nodeId), P.encode.runCancel, {
+      const endWith = (message: string) => {
+        if (closed) return
+        closed = true
+        sink.emit([RunEvent.failed(message)])
+        sink.end()
+      }
+      const onReply = (msg: Msg) => {
+        if (NatsBus.isNoResponders(msg)) {
+          nodeDone = true
+          return refused("not listening")
+        }
+        const decoded = P.decode.runReply(msg.data)
+        if (decoded._tag !== "Ok") return refused(`bad reply: ${P.describeRejection(decoded)}`)
+        if (decoded.value._tag === "RunAccepted") return accepted()
+        nodeDone = true
+        refused(decoded.value.reason)
+      }
+      const onMessage = (msg: Msg) => {
+        if (!answered) return onReply(msg)
+        if (closed) return
+        const decoded = decodeRunEvents(msg.data)
+        if (decoded._tag !== "Ok") {
+          return endWith(`node ${remote.nodeId} sent an unreadable event: ${P.describeRejection(decoded)}`)
+        }
+        if (decoded.value.runId !== runId) return endWith(`node ${remote.nodeId} sent an event of another run`)
+        const next = P.accept(seq, decoded.value.seq)
+        if (next._tag !== "Ok") return endWith(P.describeSeqError(next))
+        seq = next.state
+        const events = decoded.value.events
+        const terminal = events.findIndex(RunEvent.isTerminal)
+        if (terminal === -1) {
+          if (events.length > 0) sink.emit(events)
+          return
+        }
+        nodeDone = true
+        closed = true
+        sink.emit(terminal === events.length - 1 ? events : events.slice(0, terminal + 1))
+        sink.end()
+      }
+      const onError = (e: BusError) => {
+        if (!answered) return refused(e.message)
+        endWith(`lost the run's event subscription: ${e.message}`)
+      }
+      const cancel = (exit: Exit.Exit<unknown, unknown>) =>
+        nodeDone ? Effect.void : bus.publishEncoded(cancelSubject, P.encode.runCancel, {
           v: P.PROTOCOL_VERSION,
           runId,
           reason: Exit.isInterrupted(exit) ? "cancelled by the edge" : "the edge stopped reading the run"
         }).pipe(Effect.ignore)
-    )
-    const reply = yield* bus.request(S.run(remote.nodeId), start.right, remote.replyTimeoutMs).pipe(
-      Effect.mapError((e) =>
-        unavailable(
-          e.reason === "timeout"
-            ? `no reply within ${remote.replyTimeoutMs} ms`
-            : e.reason === "no responders"
-            ? "not listening"
-            : e.detail
-        )
+      // The answer cannot come before this returns: messages are read in a later turn of the event loop.
+      const ask = Effect.async<void, NodeUnavailable>((resume) => {
+        answer = resume
+        const error = bus.unsafePublish(runSubject, start.right, eventsSubject)
+        if (error !== undefined) return refused(error.message)
+        timer = setTimeout(() => refused(`no reply within ${remote.replyTimeoutMs} ms`), remote.replyTimeoutMs)
+        // Interrupted while waiting: the scope's finalizer tells the node.
+        return Effect.sync(() => {
+          clearTimeout(timer)
+          answer = undefined
+        })
+      })
+      return bus.subscribeCallback(eventsSubject, onMessage, onError).pipe(
+        Effect.mapError((e) => unavailable(e.message)),
+        Effect.zipRight(Effect.addFinalizer(cancel)),
+        Effect.zipRight(ask)
       )
-    )
-    const decoded = P.decode.runReply(reply.data)
-    if (decoded._tag !== "Ok") return yield* Effect.fail(unavailable(`bad reply: ${P.describeRejection(decoded)}`))
-    if (decoded.value._tag === "RunRefused") {
-      nodeDone = true
-      return yield* Effect.fail(unavailable(decoded.value.reason))
-    }
-  })
+    })
+}
 
 // ---------------------------------------------------------------------------
 // Discovery

@@ -60,9 +60,11 @@ export declare namespace NatsConnection {
     readonly publish: (subject: string, data: Uint8Array) => Effect.Effect<void, BusError>
     /**
      * `publish` for callbacks: synchronous (the client buffers; nothing waits
-     * for a reader), the failure returned instead of raised.
+     * for a reader), the failure returned instead of raised. With `reply`, the
+     * receiver's answer goes there (and the server says there when nobody
+     * listens on `subject`: an empty message with status 503, see `isNoResponders`).
      */
-    readonly unsafePublish: (subject: string, data: Uint8Array) => BusError | undefined
+    readonly unsafePublish: (subject: string, data: Uint8Array, reply?: string) => BusError | undefined
     /** The largest message the server takes, in bytes (its `max_payload`; 1 MiB until it said). */
     readonly maxPayload: () => number
     /** Publishes a message encoded by `encode`; an encoding failure is a BusError like a failed publish. */
@@ -95,6 +97,9 @@ export declare namespace NatsConnection {
 
 export class NatsConnection extends Context.Tag("@iop/edge/NatsConnection")<NatsConnection, NatsConnection.Service>() {}
 
+/** The server's answer to a message published with a reply subject when nobody listens on its subject. */
+export const isNoResponders = (msg: Msg): boolean => msg.data.length === 0 && msg.headers?.code === 503
+
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 /** nats-server's default `max_payload`. */
@@ -116,6 +121,8 @@ const connectOptions = (config: BusConfig, tuning: ClientTuning) =>
       // A long-lived service: keep reconnecting; liveness is judged by heartbeats, not by the socket.
       maxReconnectAttempts: -1,
       reconnectTimeWait: tuning.reconnectTimeWaitMs ?? 1000,
+      // Else every request captures two stack traces (deep under Effect) for errors we only classify.
+      noAsyncTraces: true,
       ...(tuning.name !== undefined ? { name: tuning.name } : {}),
       ...(nats.user !== undefined ? { user: nats.user } : {}),
       ...(nats.pass !== undefined ? { pass: Redacted.value(nats.pass) } : {}),
@@ -186,9 +193,9 @@ export const make = (
       Effect.forkScoped
     )
 
-    const unsafePublish = (subject: string, data: Uint8Array): BusError | undefined => {
+    const unsafePublish = (subject: string, data: Uint8Array, reply?: string): BusError | undefined => {
       try {
-        client.publish(subject, data)
+        client.publish(subject, data, reply === undefined ? undefined : { reply })
         return undefined
       } catch (e) {
         return new BusError({ operation: "publish", subject, reason: reasonOf(e) })

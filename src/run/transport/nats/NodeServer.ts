@@ -4,6 +4,7 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -17,12 +18,11 @@ import type { ModelConfig } from "../../../config/EdgeConfig.js"
 import * as Node from "../../../node/Node.js"
 import * as RunEvent from "../../RunEvent.js"
 import { NodeId, type RunId } from "../../RunEvent.js"
-import type { RunSink } from "../../RunSink.js"
 import type { BusConfig, NodeSettings } from "./BusConfig.js"
 import type { BusConnectFailed } from "./NatsBus.js"
 import * as NatsBus from "./NatsBus.js"
-import { BusError, NatsConnection } from "./NatsBus.js"
-import { encodeRunEvents } from "./eventsWire.js"
+import { NatsConnection } from "./NatsBus.js"
+import { makePublisher, type RunPublisher } from "./RunPublisher.js"
 import * as P from "./protocol.js"
 
 export { NodeSettings } from "./BusConfig.js"
@@ -36,17 +36,6 @@ export interface ServeOptions {
   readonly drainTimeoutMs?: number
 }
 
-/**
- * The node's sink for one run: each emitted batch is published to the run's
- * edge as one message (or, when it would not fit, as several: see
- * `P.fitBatch`), numbered per message. Publishing is synchronous (the client
- * buffers), so nothing here waits for the edge.
- */
-interface RunPublisher extends RunSink {
-  /** Publishes nothing more; with a message, the edge is first told with a Cancelled event (unless the run ended). */
-  readonly stop: (cancelled?: string) => void
-}
-
 interface ActiveRun {
   readonly edgeId: string
   /** Everything the run holds (the provider's fiber and upstream request, its slot); closing it stops the run. */
@@ -54,72 +43,6 @@ interface ActiveRun {
   readonly sink: RunPublisher
   /** Cancelled, its scope closing in the background. */
   stopping: boolean
-}
-
-const makePublisher = (
-  bus: NatsConnection.Service,
-  start: P.RunStart,
-  /** The run is over (terminal sent, the provider ended, or publishing failed): called once. */
-  finished: (error: BusError | undefined) => void
-): RunPublisher => {
-  let seq = 0
-  let ended = false
-
-  const encode = (events: ReadonlyArray<RunEvent.RunEvent>) =>
-    encodeRunEvents({ v: P.PROTOCOL_VERSION, runId: start.runId, seq, events })
-
-  const send = (data: Uint8Array): BusError | undefined => {
-    const error = bus.unsafePublish(start.eventsSubject, data)
-    if (error === undefined) seq += 1
-    return error
-  }
-
-  /** Publishes `events`, in one message when they fit; `true` when a terminal event went out (the run is over). */
-  const publish = (events: ReadonlyArray<RunEvent.RunEvent>): BusError | boolean => {
-    const maxPayload = bus.maxPayload()
-    if (P.mayFit(events, maxPayload)) {
-      const data = encode(events)
-      if (data.length <= maxPayload) return send(data) ?? events.some(RunEvent.isTerminal)
-    }
-    let terminal = false
-    for (const batch of P.fitBatch(start.runId, events, maxPayload)) {
-      const error = send(encode(batch))
-      if (error !== undefined) return error
-      terminal = terminal || batch.some(RunEvent.isTerminal)
-    }
-    return terminal
-  }
-
-  const finish = (result: BusError | boolean) => {
-    if (result === false) return
-    ended = true
-    finished(result === true ? undefined : result)
-  }
-
-  /** The run ends with this (terminal) event unless it already ended. */
-  const endWith = (event: RunEvent.RunEvent) => {
-    if (!ended) finish(publish([event]))
-  }
-
-  return {
-    emit: (events) => {
-      if (ended || events.length === 0) return true
-      // Nothing after the first terminal event leaves the node.
-      const terminal = events.findIndex(RunEvent.isTerminal)
-      const batch = terminal === -1 || terminal === events.length - 1 ? events : events.slice(0, terminal + 1)
-      finish(publish(batch))
-      // The bus cannot pause: a slow edge is the bus's concern (and the edge's idle watchdog's), never the provider's.
-      return true
-    },
-    end: () => endWith(RunEvent.failed("provider ended the run without completing it")),
-    fail: (error) => endWith(RunEvent.failed(error.message)),
-    onReady: () => {},
-    stop: (cancelled) => {
-      if (ended) return
-      ended = true
-      if (cancelled !== undefined) publish([RunEvent.cancelled(cancelled)])
-    }
-  }
 }
 
 const refusal = (
@@ -139,6 +62,8 @@ const refusal = (
 
 /** How long shutdown waits for cancelled runs' scopes to close (their upstream requests aborted). */
 const STOP_TIMEOUT = Duration.seconds(1)
+
+const ACCEPTED = Either.getOrThrow(P.encode.runReply({ _tag: "RunAccepted", v: P.PROTOCOL_VERSION }))
 
 /** Closes a run's scope whole: an interruption half-way would skip the finalizers left (the slot, the upstream). */
 const closeRun = (run: ActiveRun) => Effect.uninterruptible(Scope.close(run.scope, Exit.void))
@@ -165,6 +90,7 @@ export const serve = (
     const announced = options.models.filter((m) => served.has(m.id)).map(P.publicModel)
     const max = node.maxConcurrentRuns
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const clock = yield* Effect.clock
     // Forked first, so closed last: each run's scope is a child of it, and outlives the drain below.
     const runsParent = yield* Scope.fork(outer, ExecutionStrategy.parallel)
     // Plain state: every read and write is one synchronous step (callbacks change it too).
@@ -185,36 +111,35 @@ export const serve = (
       })
     ).pipe(Effect.catchAll((e) => Effect.logDebug("cannot announce the node", e.message)))
 
-    const reply = (msg: Msg, value: P.RunReply) =>
-      Effect.suspend(() => {
-        const data = P.encode.runReply(value)
-        return data._tag === "Right" && msg.reply !== undefined
-          ? bus.publish(msg.reply, data.right)
-          : Effect.void
-      }).pipe(Effect.ignore)
+    /** Answers a RunStart at once, from the callback that heard it. */
+    const reply = (msg: Msg, value: P.RunReply): void => {
+      const data = P.encode.runReply(value)
+      if (data._tag === "Right" && msg.reply !== undefined) bus.unsafePublish(msg.reply, data.right)
+    }
+    const refuse = (msg: Msg, reason: string) => reply(msg, { _tag: "RunRefused", v: P.PROTOCOL_VERSION, reason })
 
     /** Stops runs without waiting for them: their scopes close in the background. */
-    const cancelRuns = (list: ReadonlyArray<ActiveRun>) =>
-      Effect.suspend(() => {
-        for (const run of list) {
-          run.stopping = true
-          run.sink.stop()
-        }
-        return list.length === 0
-          ? Effect.void
-          : Effect.forkDaemon(Effect.forEach(list, closeRun, { concurrency: "unbounded", discard: true }))
-      }).pipe(Effect.asVoid)
+    const cancelRuns = (list: ReadonlyArray<ActiveRun>): void => {
+      for (const run of list) {
+        run.stopping = true
+        run.sink.stop()
+      }
+      if (list.length > 0) runFork(Effect.forEach(list, closeRun, { concurrency: "unbounded", discard: true }))
+    }
 
-    const onRunStart = (msg: Msg) =>
-      Effect.gen(function* () {
-        const decoded = P.decode.runStart(msg.data)
-        if (decoded._tag !== "Ok") {
-          return yield* reply(msg, { _tag: "RunRefused", v: P.PROTOCOL_VERSION, reason: P.describeRejection(decoded) })
+    /**
+     * A run's start, in a fiber of its own begun by the inbox callback: it runs synchronously up to the provider's
+     * start (the slot is taken before the callback returns, so a RunCancel after it finds the run), and a
+     * provider slow to start holds up nothing else.
+     */
+    const startRun = (msg: Msg, start: P.RunStart, replyTo: string) =>
+      Effect.flatMap(Scope.fork(runsParent, ExecutionStrategy.sequential), (scope) => {
+        // Check and reserve in one step: capacity holds however many edges ask at once.
+        const refused = refusal(draining, runs, start, served, max)
+        if (refused !== undefined) {
+          refuse(msg, refused)
+          return Scope.close(scope, Exit.void)
         }
-        const start = decoded.value
-        if (msg.reply === undefined) return
-        const now = yield* Clock.currentTimeMillis
-        const scope = yield* Scope.fork(runsParent, ExecutionStrategy.sequential)
         const logs = { runId: start.runId, edgeId: start.edgeId, nodeId: options.nodeId }
         const run: ActiveRun = {
           edgeId: start.edgeId,
@@ -229,35 +154,33 @@ export const serve = (
                 )).pipe(Effect.zipRight(closeRun(run)))
             ))
         }
-        // Check and reserve in one step: capacity holds however many edges ask at once.
-        const refused = refusal(draining, runs, start, served, max)
-        if (refused !== undefined) {
-          yield* Scope.close(scope, Exit.void)
-          return yield* reply(msg, { _tag: "RunRefused", v: P.PROTOCOL_VERSION, reason: refused })
-        }
         runs.set(start.runId, run)
-        edges.set(start.edgeId, now)
+        edges.set(start.edgeId, clock.unsafeCurrentTimeMillis())
+        bus.unsafePublish(replyTo, ACCEPTED)
         // Added first, so run last: the slot is given back once the provider has stopped.
-        yield* Scope.addFinalizer(scope, Effect.sync(() => runs.get(start.runId) === run && runs.delete(start.runId)))
-        yield* reply(msg, { _tag: "RunAccepted", v: P.PROTOCOL_VERSION })
-        // Forked, so that a provider slow to start does not hold up the node's inbox.
-        yield* node.execute(start.runId, start.request, run.sink).pipe(
-          Scope.extend(scope),
+        return Scope.addFinalizer(scope, Effect.sync(() => runs.get(start.runId) === run && runs.delete(start.runId))).pipe(
+          Effect.zipRight(node.execute(start.runId, start.request, run.sink).pipe(Scope.extend(scope))),
           Effect.catchAllCause((cause) =>
             Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("run failed to start", cause).pipe(
               Effect.zipRight(Effect.sync(() => run.sink.emit([RunEvent.failed("the node failed to start the run")])))
             )
           ),
-          Effect.annotateLogs(logs),
-          Effect.forkIn(scope)
+          Effect.annotateLogs(logs)
         )
       })
 
-    const onCancel = (msg: Msg) => {
+    const onRunStart = (msg: Msg): void => {
+      const decoded = P.decode.runStart(msg.data)
+      if (decoded._tag !== "Ok") return refuse(msg, P.describeRejection(decoded))
+      if (msg.reply === undefined) return
+      runFork(startRun(msg, decoded.value, msg.reply))
+    }
+
+    const onCancel = (msg: Msg): void => {
       const decoded = P.decode.runCancel(msg.data)
-      if (decoded._tag !== "Ok") return Effect.logDebug("ignored a RunCancel", P.describeRejection(decoded))
+      if (decoded._tag !== "Ok") return void runFork(Effect.logDebug("ignored a RunCancel", P.describeRejection(decoded)))
       const run = runs.get(decoded.value.runId)
-      return run === undefined ? Effect.void : cancelRuns([run])
+      if (run !== undefined) cancelRuns([run])
     }
 
     const onEdgeHeartbeat = (msg: Msg) =>
@@ -282,21 +205,19 @@ export const serve = (
           Effect.annotateLogs({ runId, edgeId: run.edgeId })
         )
       }
-      yield* cancelRuns(orphans.map(([, run]) => run))
+      cancelRuns(orphans.map(([, run]) => run))
       const busy = new Set(Array.from(runs.values(), (r) => r.edgeId))
       for (const [id, seen] of edges) if (!busy.has(id) && now - seen > 10 * timeoutMs) edges.delete(id)
     })
 
-    const inbox = yield* bus.subscribe(S.nodeInbox(options.nodeId)).pipe(Effect.orDie)
-    const edgeBeats = yield* bus.subscribe(S.edgeHeartbeat).pipe(Effect.orDie)
     const runSubject = S.run(options.nodeId)
-    yield* inbox.pipe(
-      Stream.runForEach((msg) => (msg.subject === runSubject ? onRunStart(msg) : onCancel(msg))),
-      Effect.catchAll((e) =>
-        Effect.logError("node inbox subscription ended").pipe(Effect.annotateLogs({ error: e.message }))
-      ),
-      Effect.forkScoped
-    )
+    // One subscription for both, in order: a RunCancel is never handled before its RunStart.
+    yield* bus.subscribeCallback(
+      S.nodeInbox(options.nodeId),
+      (msg) => (msg.subject === runSubject ? onRunStart(msg) : onCancel(msg)),
+      (e) => runFork(Effect.logError("node inbox subscription ended").pipe(Effect.annotateLogs({ error: e.message })))
+    ).pipe(Effect.orDie)
+    const edgeBeats = yield* bus.subscribe(S.edgeHeartbeat).pipe(Effect.orDie)
     yield* edgeBeats.pipe(
       Stream.runForEach(onEdgeHeartbeat),
       Effect.catchAll((e) =>
