@@ -3,6 +3,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as LogLevel from "effect/LogLevel"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { randomInt } from "node:crypto"
@@ -18,6 +19,7 @@ import { NoNodeAccepted, type RunOutcomeError, RunFailed, RunTimedOut, ToolValid
 import * as Session from "./session.js"
 import { newToolCallId } from "./toolcalls/native.js"
 import { onClose } from "../common/onClose.js"
+import { logAnnotated } from "../observability/Logging.js"
 
 /**
  * The chat plane's one pipeline: a run's events folded through the session,
@@ -165,40 +167,36 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
         })
         if (summary?.usage !== undefined) yield* metrics.usage({ api: request.api, model, outcome }, summary.usage)
         if (summary !== undefined) yield* metrics.reasoningChars(model, summary.reasoningChars)
-        yield* Effect.logInfo("run finished").pipe(
-          Effect.annotateLogs({
-            run_id: dispatch.runId,
-            node_id: dispatch.nodeId,
-            api: request.api,
-            model,
-            attempt,
-            outcome,
-            duration_ms: now - startedAt,
-            finish_reason: terminal?._tag === "Finish" ? terminal.finishReason : null,
-            error: terminal?._tag === "Error" ? terminal.error.message : null,
-            error_cause: terminal?._tag === "Error" && terminal.error._tag === "RunFailed"
-              ? terminal.error.cause?._tag ?? null
-              : null,
-            content_chars: summary?.contentChars ?? 0,
-            reasoning_chars: summary?.reasoningChars ?? 0,
-            tool_calls: summary?.toolCalls ?? 0,
-            ttft_ms: ttftMs ?? null,
-            overhead_ms: Math.round(timing.processingMs * 1000) / 1000,
-            normalized: summary?.normalised ?? false,
-            input_tokens: summary?.usage?.inputTokens ?? null,
-            output_tokens: summary?.usage?.outputTokens ?? null,
-            reasoning_tokens: summary?.usage?.reasoningTokens ?? null,
-            cached_tokens: summary?.usage?.cachedInputTokens ?? null
-          })
-        )
+        yield* logAnnotated(LogLevel.Info, "run finished", () => ({
+          run_id: dispatch.runId,
+          node_id: dispatch.nodeId,
+          api: request.api,
+          model,
+          attempt,
+          outcome,
+          duration_ms: now - startedAt,
+          finish_reason: terminal?._tag === "Finish" ? terminal.finishReason : null,
+          error: terminal?._tag === "Error" ? terminal.error.message : null,
+          error_cause: terminal?._tag === "Error" && terminal.error._tag === "RunFailed"
+            ? terminal.error.cause?._tag ?? null
+            : null,
+          content_chars: summary?.contentChars ?? 0,
+          reasoning_chars: summary?.reasoningChars ?? 0,
+          tool_calls: summary?.toolCalls ?? 0,
+          ttft_ms: ttftMs ?? null,
+          overhead_ms: Math.round(timing.processingMs * 1000) / 1000,
+          normalized: summary?.normalised ?? false,
+          input_tokens: summary?.usage?.inputTokens ?? null,
+          output_tokens: summary?.usage?.outputTokens ?? null,
+          reasoning_tokens: summary?.usage?.reasoningTokens ?? null,
+          cached_tokens: summary?.usage?.cachedInputTokens ?? null
+        }))
         if (summary !== undefined) {
-          yield* Effect.logDebug("run preview").pipe(
-            Effect.annotateLogs({
-              run_id: dispatch.runId,
-              content_preview: summary.contentPreview,
-              reasoning_preview: summary.reasoningPreview
-            })
-          )
+          yield* logAnnotated(LogLevel.Debug, "run preview", () => ({
+            run_id: dispatch.runId,
+            content_preview: summary.contentPreview,
+            reasoning_preview: summary.reasoningPreview
+          }))
         }
       })
 

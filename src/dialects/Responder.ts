@@ -3,6 +3,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
@@ -13,6 +14,7 @@ import { Chat, type ChatRun, outcomeOf } from "../chat/ChatRun.js"
 import { type RunOutcomeError, RunFailed } from "../chat/errors.js"
 import { type Emission, isTerminal, type Terminal } from "../chat/session.js"
 import { onClose } from "../common/onClose.js"
+import { logAnnotated } from "../observability/Logging.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { SubmitError } from "../run/errors.js"
 import type { ItemRenderer, Rendered, RunInfo, StreamRenderer } from "./Dialect.js"
@@ -107,9 +109,11 @@ export const make = Effect.gen(function* () {
       let terminal: Terminal | undefined
       const notForwarded = request.notForwarded
       if (notForwarded !== undefined) {
-        const annotations: Record<string, string> = {}
-        for (const [field, types] of Object.entries(notForwarded)) annotations[`not_forwarded_${field}`] = types
-        yield* Effect.logDebug("request parts not forwarded").pipe(Effect.annotateLogs(annotations))
+        yield* logAnnotated(LogLevel.Debug, "request parts not forwarded", () => {
+          const annotations: Record<string, string> = {}
+          for (const [field, types] of Object.entries(notForwarded)) annotations[`not_forwarded_${field}`] = types
+          return annotations
+        })
       }
       if (stream) {
         yield* metrics.streamOpened

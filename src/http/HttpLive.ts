@@ -11,6 +11,7 @@ import * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import type * as LogLevel from "effect/LogLevel"
+import * as LogLevelM from "effect/LogLevel"
 import type * as Scope from "effect/Scope"
 import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
@@ -97,9 +98,12 @@ const edgeMiddleware = (
           const now = yield* Clock.currentTimeMillis
           yield* metrics.httpResponse({ route, status: response.status })
           if (route === "/healthz" || route === "/metrics") return
-          yield* Effect.logInfo("http request").pipe(
-            Effect.annotateLogs({ method: request.method, path, status: response.status, duration_ms: now - startedAt })
-          )
+          yield* Logging.logAnnotated(LogLevelM.Info, "http request", () => ({
+            method: request.method,
+            path,
+            status: response.status,
+            duration_ms: now - startedAt
+          }))
         })
       )
       return HttpServerResponse.setHeader(response, "x-request-id", requestId)

@@ -1,13 +1,10 @@
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
-import * as SubscriptionRef from "effect/SubscriptionRef"
-import { onClose } from "../common/onClose.js"
+import { onCloseSync } from "../common/onClose.js"
 
 /**
  * Whether the edge takes requests, and how many are open (a stream counts until its body ends). It serves from
@@ -32,33 +29,45 @@ export declare namespace Lifecycle {
 
 export class Lifecycle extends Context.Tag("@iop/edge/Lifecycle")<Lifecycle, Lifecycle.Service>() {}
 
-export const make = Effect.gen(function* () {
-  const state = yield* Ref.make<"serving" | "draining">("serving")
-  const open = yield* SubscriptionRef.make(0)
+/**
+ * Plain state read and written synchronously: `track` runs on every request, where a `SubscriptionRef` (a
+ * semaphore and a PubSub publish per update) cost more than the rest of the middleware. The only waiter is
+ * the drain, woken by the request that closes last.
+ */
+export const make = Effect.sync((): Lifecycle.Service => {
+  let draining = false
+  let open = 0
+  const idleWaiters = new Set<() => void>()
+  const release = (): void => {
+    open -= 1
+    if (open === 0) for (const wake of idleWaiters) wake()
+  }
+  const closeTracked = onCloseSync(release)
+  const untracked = Effect.void
   return {
-    serving: Ref.get(state).pipe(Effect.map((s) => s === "serving")),
-    draining: Ref.get(state).pipe(Effect.map((s) => s === "draining")),
-    startDraining: Ref.set(state, "draining"),
+    serving: Effect.sync(() => !draining),
+    draining: Effect.sync(() => draining),
+    startDraining: Effect.sync(() => {
+      draining = true
+    }),
     // A request that arrives while draining is not counted: a stream of them must not hold the drain open.
-    track: Ref.get(state).pipe(
-      Effect.flatMap((s) =>
-        s === "draining"
-          ? Effect.succeed(false)
-          : SubscriptionRef.update(open, (n) => n + 1).pipe(
-            Effect.zipRight(onClose(SubscriptionRef.update(open, (n) => n - 1))),
-            Effect.as(true)
-          )
-      )
-    ),
-    open: SubscriptionRef.get(open),
+    track: Effect.suspend(() => {
+      if (draining) return untracked
+      open += 1
+      return closeTracked
+    }),
+    open: Effect.sync(() => open),
     awaitIdle: (timeout) =>
-      open.changes.pipe(
-        Stream.takeUntil((n) => n === 0),
-        Stream.runDrain,
-        Effect.timeoutOption(timeout),
-        Effect.map(Option.isSome)
-      )
-  } satisfies Lifecycle.Service
+      Effect.async<void>((resume) => {
+        if (open === 0) return resume(Effect.void)
+        const wake = () => {
+          idleWaiters.delete(wake)
+          resume(Effect.void)
+        }
+        idleWaiters.add(wake)
+        return Effect.sync(() => idleWaiters.delete(wake))
+      }).pipe(Effect.timeoutOption(timeout), Effect.map(Option.isSome))
+  }
 })
 
 export const LifecycleLive: Layer.Layer<Lifecycle> = Layer.effect(Lifecycle, make)

@@ -1,4 +1,6 @@
 import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as FiberId from "effect/FiberId"
 import * as HashMap from "effect/HashMap"
 import * as Inspectable from "effect/Inspectable"
@@ -17,6 +19,22 @@ export const levels: Record<LogConfig["level"], LogLevel.LogLevel> = {
   error: LogLevel.Error,
   none: LogLevel.None
 }
+
+/**
+ * A log line with annotations, built only when `level` is logged: `annotateLogs` costs a FiberRef swap (an
+ * acquire/release) and the annotations an object per line, which a per-request line (the access log, the run's
+ * summary) must not cost at a level that drops it.
+ */
+export const logAnnotated = (
+  level: LogLevel.LogLevel,
+  message: string,
+  annotations: () => Record<string, unknown>
+): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) =>
+    LogLevel.lessThan(level, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
+      ? Effect.void
+      : Effect.logWithLevel(level, message).pipe(Effect.annotateLogs(annotations()))
+  )
 
 /** The message, and each annotation value, takes at most this many bytes of JSON. */
 export const LOG_FIELD_BYTES = 1024

@@ -13,7 +13,6 @@ import { RunChannel, type RunRead } from "./RunChannel.js"
 import { type NodeId, type RunEvent, RunId } from "./RunEvent.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
 import * as Watchdog from "./Watchdog.js"
-import { onCloseSync } from "../common/onClose.js"
 
 export interface RunDispatch {
   readonly runId: RunId
@@ -134,7 +133,9 @@ export const make = (
         }
       })
 
-    const submit = Effect.fn("RunService.submit")(function* (request: SubmitRunRequest) {
+    // A plain function, not `Effect.fn` with a span: nothing exports spans from the edge, and the span (and
+    // `annotateCurrentSpan`, which fails and builds an error when there is none) cost per run for nobody.
+    const submit = (request: SubmitRunRequest) => Effect.gen(function* () {
       const runScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
       const runId = newRunId()
       const channel = new RunChannel(now)
@@ -145,16 +146,16 @@ export const make = (
       lease.onGone(() => channel.fail(new NodeDisconnected({ nodeId })))
       const entry: Active = { channel, scope: runScope }
       active.add(entry)
-      yield* onCloseSync(() => active.delete(entry)).pipe(
-        Effect.zipRight(watchdog.watch({
-          get lastEventAt() {
-            return channel.lastEventAt
-          },
-          onIdle: () => channel.fail(new RunIdle({ idleMs: options.idleTimeoutMs }))
-        })),
-        Scope.extend(runScope)
-      )
-      yield* Effect.annotateCurrentSpan({ runId, nodeId, model: request.model })
+      const unwatch = watchdog.watch({
+        get lastEventAt() {
+          return channel.lastEventAt
+        },
+        onIdle: () => channel.fail(new RunIdle({ idleMs: options.idleTimeoutMs }))
+      })
+      yield* Scope.addFinalizer(runScope, Effect.sync(() => {
+        active.delete(entry)
+        unwatch()
+      }))
       return handleOf({ runId, nodeId, model: request.model }, channel)
     })
 

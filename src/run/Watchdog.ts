@@ -1,7 +1,6 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { onCloseSync } from "../common/onClose.js"
 
 /** What the watchdog watches: when something last happened, and what to do when nothing did for too long. */
 export interface Watched {
@@ -10,8 +9,11 @@ export interface Watched {
 }
 
 export interface Watchdog {
-  /** Watches `w` until the scope closes; `onIdle` is called (once) when `idleMs` pass without an event. */
-  readonly watch: (w: Watched) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Watches `w` until the returned function is called (synchronous: the run calls it from its one finalizer);
+   * `onIdle` is called (once) when `idleMs` pass without an event.
+   */
+  readonly watch: (w: Watched) => () => void
 }
 
 /**
@@ -43,11 +45,12 @@ export const make = (idleMs: number): Effect.Effect<Watchdog, never, Scope.Scope
     })
     yield* Effect.forkScoped(Effect.forever(round))
 
-    const watch = (w: Watched) =>
-      Effect.suspend(() => {
-        watched.add(w)
-        anything.unsafeOpen()
-        return onCloseSync(() => watched.delete(w))
-      })
+    const watch = (w: Watched) => {
+      watched.add(w)
+      anything.unsafeOpen()
+      return () => {
+        watched.delete(w)
+      }
+    }
     return { watch }
   })
