@@ -10,7 +10,7 @@ import { randomInt } from "node:crypto"
 import { Metrics, type Outcome } from "../observability/Metrics.js"
 import type { RunError, SubmitError } from "../run/errors.js"
 import type { RunEvent } from "../run/RunEvent.js"
-import type { RunRead } from "../run/RunChannel.js"
+import type { RunRead, TokenTiming } from "../run/RunChannel.js"
 import type { RunDispatch } from "../run/RunService.js"
 import { RunService } from "../run/RunService.js"
 import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
@@ -42,6 +42,8 @@ export interface ChatRun {
    */
   readonly poll: () => ReadonlyArray<Session.Emission> | "pending" | "ended"
   readonly onReady: (wake: () => void) => void
+  /** Calls back once the run ended or its producer had to pause (`poll` then returns a large batch). */
+  readonly onSettled: (wake: () => void) => void
 }
 
 /** A run collected to its end. */
@@ -125,12 +127,9 @@ const traceText = (e: Session.Emission): string => {
   }
 }
 
-/** Times of one run's events, taken once per batch (this process's own clock: they measure the edge). */
+/** When one run was submitted and how long its folds took (this process's own clock: they measure the edge). */
 interface Timing {
   readonly submittedAt: number
-  firstTokenAt: number | undefined
-  lastTokenAt: number
-  tokenBatches: number
   processingMs: number
 }
 
@@ -144,6 +143,7 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
       dispatch: RunDispatch,
       session: Session.Session,
       timing: Timing,
+      tokens: TokenTiming,
       startedAt: number,
       attempt: number
     ) =>
@@ -154,15 +154,15 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
         const summary = closed?.summary
         const outcome = outcomeOf(terminal)
         const model = request.submit.model
-        const ttftMs = timing.firstTokenAt === undefined ? undefined : timing.firstTokenAt - timing.submittedAt
+        const ttftMs = tokens.firstAt === undefined ? undefined : tokens.firstAt - timing.submittedAt
         yield* metrics.run({
           model,
           outcome,
           durationMs: now - startedAt,
           ttftMs,
-          interTokenMs: timing.tokenBatches < 2 || timing.firstTokenAt === undefined
+          interTokenMs: tokens.batches < 2 || tokens.firstAt === undefined
             ? undefined
-            : (timing.lastTokenAt - timing.firstTokenAt) / (timing.tokenBatches - 1),
+            : (tokens.lastAt - tokens.firstAt) / (tokens.batches - 1),
           overheadMs: timing.processingMs
         })
         if (summary?.usage !== undefined) yield* metrics.usage({ api: request.api, model, outcome }, summary.usage)
@@ -223,34 +223,21 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
     const openAttempt = (request: ChatRequest, submit: SubmitRunRequest, attempt: number) =>
       Effect.gen(function* () {
         const startedAt = yield* Clock.currentTimeMillis
-        const timing: Timing = {
-          submittedAt: performance.now(),
-          firstTokenAt: undefined,
-          lastTokenAt: 0,
-          tokenBatches: 0,
-          processingMs: 0
-        }
+        const timing: Timing = { submittedAt: performance.now(), processingMs: 0 }
         const handle = yield* runs.submit(submit)
         yield* metrics.runStarted
         let session = Session.initial(sessionConfig(request))
         const trace = traced(request) ? tracer(handle.dispatch) : undefined
         // Registered after the run's own finalizers, so it runs first: the summary is written as the run ends.
-        yield* onClose(Effect.suspend(() => report(request, handle.dispatch, session, timing, startedAt, attempt)))
+        yield* onClose(Effect.suspend(() => report(request, handle.dispatch, session, timing, handle.timing, startedAt, attempt)))
 
         const fold = (inputs: Iterable<Session.SessionInput>, arrivedAt: number): ReadonlyArray<Session.Emission> => {
           const out: Array<Session.Emission> = []
-          let tokens = false
           for (const input of inputs) {
-            if (input._tag === "Delta" || input._tag === "ReasoningDelta") tokens = true
             const [next, emitted] = Session.step(session, input)
             session = next
             trace?.step(input, emitted)
             for (const e of emitted) out.push(e)
-          }
-          if (tokens) {
-            timing.firstTokenAt ??= arrivedAt
-            timing.lastTokenAt = arrivedAt
-            timing.tokenBatches += 1
           }
           timing.processingMs += performance.now() - arrivedAt
           return out
@@ -280,14 +267,15 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
         const pull = Effect.map(handle.take, foldRead)
         const step = trace === undefined ? pull : Effect.tap(pull, () => trace.flush)
         const next = Effect.suspend(() => (session._tag === "Closed" ? Effect.succeed(undefined) : step))
-        return { dispatch: handle.dispatch, next, poll, onReady: handle.onReadable } satisfies ChatRun
+        return { dispatch: handle.dispatch, next, poll, onReady: handle.onReadable, onSettled: handle.onSettled } satisfies ChatRun
       })
 
     const open = (request: ChatRequest) => openAttempt(request, request.submit, 1)
 
     /**
-     * Every emission of a run, collected from the run's own callbacks (`poll` + `onReady`): one wait for the
-     * whole run, not a fiber resume per batch. A defect while folding fails the wait, never the provider's callback.
+     * Every emission of a run, collected from the run's own callbacks (`poll` + `onSettled`): one wait for the
+     * whole run, not a fiber resume per batch, and a fold per settled read (the run's end, or a full channel),
+     * not per upstream read. A defect while folding fails the wait, never the provider's callback.
      */
     const drain = (run: ChatRun) =>
       Effect.async<ReadonlyArray<Session.Emission>>((resume) => {
@@ -299,7 +287,7 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
             for (;;) {
               const out = run.poll()
               if (out === "ended") return resume(Effect.succeed(emissions))
-              if (out === "pending") return run.onReady(pump)
+              if (out === "pending") return run.onSettled(pump)
               for (const e of out) emissions.push(e)
             }
           } catch (defect) {

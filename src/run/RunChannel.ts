@@ -19,6 +19,18 @@ export type RunRead =
 
 const NOTHING: ReadonlyArray<RunEvent> = []
 
+/** When a run's text arrived: the first and the last batch that carried any (`performance.now()`), and how many did. */
+export interface TokenTiming {
+  readonly firstAt: number | undefined
+  readonly lastAt: number
+  readonly batches: number
+}
+
+const carriesText = (events: ReadonlyArray<RunEvent>): boolean => {
+  for (const e of events) if (e._tag === "Delta" || e._tag === "ReasoningDelta") return true
+  return false
+}
+
 /**
  * One run's events in one place: the sink every writer uses (the provider
  * or bus subscription, node loss, the idle watchdog, cancellation), read by
@@ -35,6 +47,10 @@ export class RunChannel implements RunSink {
   private reported = false
   private resume: (() => void) | undefined = undefined
   private wake: (() => void) | undefined = undefined
+  private settledWake: (() => void) | undefined = undefined
+  private readonly tokens = { firstAt: undefined as number | undefined, lastAt: 0, batches: 0 }
+  /** Stamped as the events arrive, whenever the reader folds them. */
+  readonly timing: TokenTiming = this.tokens
 
   constructor(private readonly now: () => number) {
     this.lastEventAt = now()
@@ -43,6 +59,12 @@ export class RunChannel implements RunSink {
   readonly emit = (events: ReadonlyArray<RunEvent>): boolean => {
     if (this.ended !== "open") return true
     this.lastEventAt = this.now()
+    if (carriesText(events)) {
+      const at = performance.now()
+      this.tokens.firstAt ??= at
+      this.tokens.lastAt = at
+      this.tokens.batches += 1
+    }
     for (const e of events) this.buffer.push(e)
     this.ready()
     return this.buffer.length < HIGH_WATER_EVENTS
@@ -92,6 +114,16 @@ export class RunChannel implements RunSink {
     else this.wake = wake
   }
 
+  /**
+   * Calls `wake` once, when the run has ended or holds as many events as it may before its producer pauses (at
+   * once if it does now): for a reader that collects the whole run, which then folds a few large reads instead
+   * of one per upstream read.
+   */
+  readonly onSettled = (wake: () => void): void => {
+    if (this.settled()) wake()
+    else this.settledWake = wake
+  }
+
   /** `read` as an Effect, waiting while nothing arrived. */
   readonly take: Effect.Effect<RunRead> = Effect.suspend(() => {
     const now = this.read()
@@ -113,7 +145,16 @@ export class RunChannel implements RunSink {
     })
   )
 
+  private settled(): boolean {
+    return this.ended !== "open" || this.buffer.length >= HIGH_WATER_EVENTS
+  }
+
   private ready(): void {
+    const settledWake = this.settledWake
+    if (settledWake !== undefined && this.settled()) {
+      this.settledWake = undefined
+      settledWake()
+    }
     const wake = this.wake
     if (wake === undefined) return
     this.wake = undefined

@@ -9,7 +9,7 @@ import type * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import { NodeDisconnected, type NodeUnavailable, RunCancelled, type RunError, RunIdle, type SubmitError } from "./errors.js"
 import { type NodeLease, NodeRegistry } from "./NodeRegistry.js"
-import { RunChannel, type RunRead } from "./RunChannel.js"
+import { RunChannel, type RunRead, type TokenTiming } from "./RunChannel.js"
 import { type NodeId, type RunEvent, RunId } from "./RunEvent.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
 import * as Watchdog from "./Watchdog.js"
@@ -37,6 +37,10 @@ export interface RunHandle {
    */
   readonly read: () => RunRead | undefined
   readonly onReadable: (wake: () => void) => void
+  /** Calls `wake` once the run ended or its producer had to pause: for a reader that collects the whole run. */
+  readonly onSettled: (wake: () => void) => void
+  /** When the run's text arrived (stamped on arrival, however late it is read). */
+  readonly timing: TokenTiming
   /** `read` as an Effect that waits while nothing arrived. */
   readonly take: Effect.Effect<RunRead>
   /** The same events as a Stream, for callers that want one. */
@@ -48,6 +52,8 @@ export const handleOf = (dispatch: RunDispatch, channel: RunChannel): RunHandle 
   dispatch,
   read: channel.read,
   onReadable: channel.onReadable,
+  onSettled: channel.onSettled,
+  timing: channel.timing,
   take: channel.take,
   events: channel.events
 })

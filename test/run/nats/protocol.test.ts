@@ -116,6 +116,18 @@ describe("protocol", () => {
     )
   })
 
+  it("a __proto__ metadata key is dropped by the fast decoder as by the schema (a counterexample fast-check found)", () => {
+    const raw = `{"v":${P.PROTOCOL_VERSION},"runId":"r","seq":0,"events":[{"_tag":"Complete","finishReason":"stop",` +
+      `"toolCalls":[],"metadata":{"__proto__":"x","a":"b"}}]}`
+    const bySchema = Schema.decodeUnknownEither(P.RunEventsMsg)(JSON.parse(raw))
+    const fast = decodeRunEvents(new TextEncoder().encode(raw))
+    expect(Either.isRight(bySchema)).toBe(true)
+    if (Either.isRight(bySchema)) expect(fast).toEqual({ _tag: "Ok", value: bySchema.right })
+    const event = fast._tag === "Ok" ? fast.value.events[0] : undefined
+    expect(event?._tag === "Complete" ? Object.keys(event.metadata) : []).toEqual(["a"])
+    expect(event?._tag === "Complete" ? Object.getPrototypeOf(event.metadata) : undefined).toBe(Object.prototype)
+  })
+
   it("another protocol version is rejected whole, not half-read", () => {
     const msg = { runId: "r", seq: 0, events: [{ _tag: "Delta", text: "x" }] }
     expect(P.PROTOCOL_VERSION).toBe(2)

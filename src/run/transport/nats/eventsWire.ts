@@ -69,6 +69,18 @@ const eventProblem = (u: unknown): string | undefined => {
 
 const isRunEvent = (u: unknown): u is RunEvent => eventProblem(u) === undefined
 
+/**
+ * A `Complete` whose metadata has a `__proto__` key loses it, as the schema's record decoding does (its
+ * assignment creates no key): both decoders give the same event, and no later copy by assignment can set a
+ * prototype from it.
+ */
+const withoutProtoKey = (e: RunEvent): RunEvent => {
+  if (e._tag !== "Complete" || !Object.hasOwn(e.metadata, "__proto__")) return e
+  const metadata: Record<string, string> = {}
+  for (const [key, value] of Object.entries(e.metadata)) if (key !== "__proto__") metadata[key] = value
+  return { ...e, metadata }
+}
+
 export const decodeRunEvents = (bytes: Uint8Array): Decoded<RunEventsMsg> => {
   let json: unknown
   try {
@@ -89,7 +101,7 @@ export const decodeRunEvents = (bytes: Uint8Array): Decoded<RunEventsMsg> => {
   const checked: Array<RunEvent> = []
   for (let i = 0; i < events.length; i++) {
     const e: unknown = events[i]
-    if (isRunEvent(e)) checked.push(e)
+    if (isRunEvent(e)) checked.push(withoutProtoKey(e))
     else {
       const problem = eventProblem(e) ?? ": invalid"
       return { _tag: "Invalid", message: `events[${i}]${problem.startsWith(":") ? "" : "."}${problem}` }
