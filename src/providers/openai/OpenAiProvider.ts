@@ -49,8 +49,6 @@ const MAX_ERROR_BODY_CHARS = 16 * 1024
 // default would cut a queued request at 300 s); the body has no timeout of its own for the same reason.
 const HEADERS_TIMEOUT_MS = 60 * 60 * 1000
 
-type Body = Undici.Dispatcher.ResponseData["body"]
-
 interface Target {
   readonly dispatcher: Undici.Dispatcher
   readonly origin: string
@@ -102,17 +100,20 @@ const requestHeaders = (options: Options): Record<string, string> => {
   return headers
 }
 
-const ignore = (): void => {}
-
 /** How long the rest of a finished response may take to arrive before its connection is given up. */
 const DRAIN_MS = 1_000
 
 const STREAMING = { stream: true } as const
 
+/** The reason undici is given when a run is closed before its response ended. */
+const closedByRun = (): Error => new Error("run closed")
+
 /**
- * One run's upstream request and body reader. Everything after the response
- * headers happens in the body's callbacks; `close` (the run scope's one
- * finalizer) aborts the request and stops listening.
+ * One run's upstream request, read with undici's dispatch handler: the
+ * response's bytes arrive in `onResponseData` straight from the socket's
+ * parser (no body stream, no AbortController per request); backpressure is the
+ * handler's `pause` / `resume`. `close` (the run scope's one finalizer) aborts
+ * the request.
  */
 const makeRun = (
   sink: RunSink,
@@ -120,18 +121,20 @@ const makeRun = (
   secret: string | undefined,
   log: (message: string, detail: string) => void
 ) => {
-  const controller = new AbortController()
   let state = initialState
   /** The run is over on our side: the terminal event was emitted or the scope closed. */
   let done = false
-  let body: Body | undefined
+  let controller: Undici.Dispatcher.DispatchController | undefined
+  /** What the response's bytes are: the event stream, an error answer's body, or past the run's end. */
+  let reading: "stream" | "error" | "ignored" = "ignored"
   let status = 0
   let retryAfter: number | undefined
   let text: TextDecoder | undefined
   let sse: UpstreamDecoder | undefined
   let errorText = ""
-  /** The response body was read to its end (its connection is free for the next request). */
+  /** The response was read to its end (its connection is free for the next request). */
   let ended = false
+  let drainTimer: ReturnType<typeof setTimeout> | undefined
 
   // Folds inputs through the mapper; at most one `emit` for all the events that came out.
   const deliver = (inputs: ReadonlyArray<Mapper.StreamInput>): void => {
@@ -154,73 +157,85 @@ const makeRun = (
     }
     const ready = events === undefined || sink.emit(events)
     if (state.closed) finish()
-    else if (!ready && body !== undefined) {
-      body.pause()
+    else if (!ready && controller !== undefined) {
+      controller.pause()
       sink.onReady(resume)
     }
   }
 
   const resume = (): void => {
-    if (!done) body?.resume()
+    if (!done) controller?.resume()
   }
 
   const finish = (): void => {
     if (done) return
     done = true
-    detach(false)
+    stopReading(false)
     sink.end()
   }
 
   /**
-   * Stops listening. A body that has not ended yet (the terminal event came
-   * before the end of the response, as `[DONE]` does) is drained rather than
-   * destroyed, so that its keep-alive connection goes back to the pool: a
-   * destroyed body costs the next run a new connection. `abort` (the run was
-   * cancelled) destroys it at once; a drain that takes too long does too.
+   * Stops reading. A response that has not ended yet (the terminal event came
+   * before its end, as `[DONE]` does) is read on to its end and dropped, so
+   * that its keep-alive connection goes back to the pool: an aborted request
+   * costs the next run a new connection. `abort` (the run was cancelled) aborts
+   * at once; so does a drain that takes too long.
    */
-  const detach = (abort: boolean): void => {
-    const b = body
-    if (b === undefined) return
-    body = undefined
-    b.off("data", onData)
-    b.off("end", onEnd)
-    b.off("error", onError)
-    b.off("data", onErrorData)
-    b.off("end", onErrorEnd)
-    b.off("error", onErrorEnd)
+  const stopReading = (abort: boolean): void => {
+    reading = "ignored"
     if (ended) return
-    // Undici errors a body destroyed before its end; `ignore` (attached first) hears it.
-    if (abort) return void b.destroy()
-    const timer = setTimeout(() => b.destroy(), DRAIN_MS)
-    timer.unref()
-    b.on("end", () => clearTimeout(timer))
-    b.on("data", ignore)
-    b.resume()
+    if (abort || controller === undefined) return void controller?.abort(closedByRun())
+    const c = controller
+    drainTimer = setTimeout(() => c.abort(closedByRun()), DRAIN_MS)
+    drainTimer.unref()
+    c.resume()
   }
 
   const onData = (bytes: Uint8Array): void => {
-    if (sse !== undefined && text !== undefined) deliver(sse.feed(text.decode(bytes, STREAMING)))
+    switch (reading) {
+      case "stream":
+        if (sse !== undefined && text !== undefined) deliver(sse.feed(text.decode(bytes, STREAMING)))
+        return
+      case "error":
+        errorText += text?.decode(bytes, STREAMING) ?? ""
+        if (errorText.length >= MAX_ERROR_BODY_CHARS) onErrorEnd()
+        return
+      case "ignored":
+        return
+    }
   }
 
   const onEnd = (): void => {
     ended = true
-    deliver([Mapper.END])
-    finish()
+    if (drainTimer !== undefined) clearTimeout(drainTimer)
+    switch (reading) {
+      case "stream":
+        deliver([Mapper.END])
+        return finish()
+      case "error":
+        return onErrorEnd()
+      case "ignored":
+        return
+    }
   }
 
-  const onError = (error: unknown): void => {
-    deliver([transportFailed(`upstream stream broke: ${describeError(error)}`)])
-    finish()
-  }
-
-  const onErrorData = (bytes: Uint8Array): void => {
-    errorText += text?.decode(bytes, STREAMING) ?? ""
-    if (errorText.length >= MAX_ERROR_BODY_CHARS) onErrorEnd()
+  const onBroken = (error: unknown): void => {
+    // Errored is over too: nothing is left to drain.
+    ended = true
+    if (drainTimer !== undefined) clearTimeout(drainTimer)
+    switch (reading) {
+      case "stream":
+        deliver([transportFailed(`upstream stream broke: ${describeError(error)}`)])
+        return finish()
+      case "error":
+        return onErrorEnd()
+      case "ignored":
+        return
+    }
   }
 
   // The end of an error answer's body, or as much of it as was read: its status, code, message and Retry-After.
   const onErrorEnd = (): void => {
-    ended = errorText.length < MAX_ERROR_BODY_CHARS
     // Scrubbed before anything is cut from it, so that no part of a key survives the cut.
     const bodyText = scrubSecrets(errorText, secret)
     const message = upstreamText(errorBodyMessage(bodyText), secret)
@@ -235,24 +250,16 @@ const makeRun = (
     finish()
   }
 
-  const onResponse = (response: Undici.Dispatcher.ResponseData): void => {
-    if (done) {
-      response.body.destroy()
-      return
-    }
-    body = response.body
-    status = response.statusCode
+  const onResponse = (statusCode: number, headers: Record<string, string | Array<string> | undefined>): void => {
+    if (done) return
+    status = statusCode
     text = new TextDecoder()
     if (status >= 200 && status < 300) {
       sse = makeUpstreamDecoder()
-      body.on("data", onData)
-      body.on("end", onEnd)
-      body.on("error", onError)
+      reading = "stream"
     } else {
-      retryAfter = retryAfterSeconds(response.headers["retry-after"], response.headers["retry-after-ms"])
-      body.on("data", onErrorData)
-      body.on("end", onErrorEnd)
-      body.on("error", onErrorEnd)
+      retryAfter = retryAfterSeconds(headers["retry-after"], headers["retry-after-ms"])
+      reading = "error"
     }
   }
 
@@ -266,29 +273,37 @@ const makeRun = (
    */
   const connect = (target: Target, requestBody: string, retried = false): void => {
     if (done) return
-    target.dispatcher.request(
+    let answered = false
+    target.dispatcher.dispatch(
       {
         origin: target.origin,
         path: target.path,
         method: "POST",
         headers: target.headers,
         body: requestBody,
-        signal: controller.signal,
         headersTimeout: HEADERS_TIMEOUT_MS,
         bodyTimeout: 0
       },
-      (error, response) => {
-        if (error) {
-          if (!retried && !done && isStaleConnection(error)) return connect(target, requestBody, true)
+      {
+        onRequestStart: (c) => {
+          controller = c
+          // Closed while the request waited for a connection: it is not sent.
+          if (done) c.abort(closedByRun())
+        },
+        onResponseStart: (_c, statusCode, headers) => {
+          answered = true
+          onResponse(statusCode, headers)
+        },
+        onResponseData: (_c, chunk) => onData(chunk),
+        onResponseEnd: () => onEnd(),
+        onResponseError: (_c, error) => {
+          if (answered) return onBroken(error)
           if (done) return
+          if (!retried && isStaleConnection(error)) return connect(target, requestBody, true)
           // The cause names the upstream's address: the log's, not the client's.
           log("upstream request failed", describeError(error))
-          return failBeforeResponse("upstream unreachable")
+          failBeforeResponse("upstream unreachable")
         }
-        // Heard before anything else: undici errors a body it destroys (abort, reset), and an unheard
-        // 'error' would crash the process, even for a response that arrives after the run was closed.
-        response.body.on("error", ignore)
-        onResponse(response)
       }
     )
   }
@@ -297,8 +312,7 @@ const makeRun = (
   const close = (): void => {
     if (done) return
     done = true
-    detach(true)
-    controller.abort()
+    stopReading(true)
     sink.end()
   }
 
