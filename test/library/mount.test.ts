@@ -26,7 +26,7 @@ const mine = LocalNode.serve(
 )
 
 /** The user's app: its own route and middleware, the edge's routes beside them, its own server. */
-const appWith = (config: Edge.EdgeConfigInput) =>
+const appWith = (config: Edge.EdgeConfigInput, cookie = false) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const edgeRoutes = yield* Edge.routes
@@ -35,7 +35,11 @@ const appWith = (config: Edge.EdgeConfigInput) =>
         HttpRouter.get("/mine/hello", HttpServerResponse.text("hello from my app")),
         HttpRouter.concat(edgeRoutes)
       )
-      const stamp = HttpMiddleware.make((app) => Effect.map(app, HttpServerResponse.setHeader("x-my-app", "1")))
+      const stamp = HttpMiddleware.make((app) =>
+        Effect.map(app, (r) => {
+          const stamped = HttpServerResponse.setHeader(r, "x-my-app", "1")
+          return cookie ? HttpServerResponse.unsafeSetCookie(stamped, "seen", "1") : stamped
+        }))
       return HttpServer.serve(stamp(edgeMiddleware(yield* HttpRouter.toHttpApp(router))))
     })
   ).pipe(
@@ -79,6 +83,45 @@ describe("the edge as a library", () => {
       const missing = yield* Effect.promise(() => fetch(`${url}/nowhere`))
       expect(missing.status).toBe(404)
     }).pipe(Effect.provide(App)))
+
+  it.scopedLive("a streamed answer is written after the app's middleware: its headers arrive, and a client that leaves mid-stream leaves the server well", () =>
+    Effect.gen(function* () {
+      const url = yield* base
+      const ask = (content: string) =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "echo", stream: true, messages: [{ role: "user", content }] })
+        })
+      const streamed = yield* Effect.promise(() => ask("one two three"))
+      expect(streamed.status).toBe(200)
+      expect(streamed.headers.get("content-type")).toBe("text/event-stream")
+      expect(streamed.headers.get("x-my-app")).toBe("1")
+      expect(streamed.headers.get("x-request-id")).not.toBeNull()
+      const text = yield* Effect.promise(() => streamed.text())
+      expect(text.endsWith("data: [DONE]\n\n")).toBe(true)
+      // A client that reads one chunk and leaves; the next request is answered in full.
+      const left = yield* Effect.promise(() => ask("a b c d e f g h"))
+      const reader = left.body?.getReader()
+      yield* Effect.promise(() => reader?.read() ?? Promise.resolve(undefined))
+      yield* Effect.promise(() => reader?.cancel() ?? Promise.resolve())
+      const after = yield* Effect.promise(() => ask("again"))
+      expect((yield* Effect.promise(() => after.text())).endsWith("data: [DONE]\n\n")).toBe(true)
+    }).pipe(Effect.provide(App)))
+
+  it.scopedLive("a streamed answer the app set a cookie on is written by the server, cookie included", () =>
+    Effect.gen(function* () {
+      const url = yield* base
+      const streamed = yield* Effect.promise(() =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "echo", stream: true, messages: [{ role: "user", content: "hi there" }] })
+        }))
+      expect(streamed.headers.get("set-cookie")).toContain("seen=1")
+      expect(streamed.headers.get("x-my-app")).toBe("1")
+      expect((yield* Effect.promise(() => streamed.text())).endsWith("data: [DONE]\n\n")).toBe(true)
+    }).pipe(Effect.provide(appWith({ log: { level: "none" }, models: [echo] }, true))))
 
   it.effect("Edge.layer decodes a config written in code and names the bad field", () =>
     Effect.gen(function* () {

@@ -19,7 +19,7 @@ import { onCloseSync } from "../../common/onClose.js"
 /**
  * A provider for any OpenAI-compatible upstream (llama.cpp, vLLM, Ollama,
  * LM Studio, OpenAI): one streamed `POST {baseUrl}/chat/completions` per run,
- * sent with undici. The response body is read by callbacks: each read is
+ * sent with undici's `dispatch` and read by its handler: each read is
  * decoded, folded through the pure mapper and handed to the run's sink in one
  * `emit`; no fiber remains while the body flows. Every failure (HTTP status,
  * transport, broken stream, upstream error event) becomes the run's one
