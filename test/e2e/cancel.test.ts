@@ -1,3 +1,4 @@
+import { Agent, type ClientRequest, request } from "node:http"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, fetchMetrics, metricSum, postJson, sseReader, untilContent } from "../support/e2e.js"
@@ -142,6 +143,34 @@ describe("cancel on disconnect", () => {
     const text = await fetchMetrics(edge.url)
     expect(text).toMatch(/^iop_chat_requests_total\{[^}]*model="echo"[^}]*outcome="cancelled"[^}]*\} 1$/m)
   })
+
+  it("1000 streaming clients that leave at once: every one of their upstream requests is aborted", async () => {
+    const N = 1000
+    const key = upstream.script("thousand", { kind: "stall", before: [chunk({ role: "assistant", content: "" }), chunk({ content: "x" })] })
+    const abortedBefore = upstream.aborted.length
+    const agent = new Agent({ keepAlive: false, maxSockets: Infinity })
+    const body = JSON.stringify({ model: "up", stream: true, messages: [{ role: "user", content: key }] })
+    const url = new URL(`${edge.baseURL}/chat/completions`)
+    // Each client waits for its first content chunk (its run is live upstream), then all leave in one tick.
+    const opened = await Promise.all(
+      Array.from({ length: N }, () =>
+        new Promise<ClientRequest>((resolve, reject) => {
+          const req = request(
+            { host: url.hostname, port: url.port, path: url.pathname, method: "POST", agent, headers: { "content-type": "application/json" } },
+            (res) => {
+              res.on("data", (bytes: Buffer) => {
+                if (bytes.toString().includes('"content":"x"')) resolve(req)
+              })
+            }
+          )
+          req.on("error", (e) => (req.destroyed ? undefined : reject(e)))
+          req.end(body)
+        }))
+    )
+    for (const req of opened) req.destroy()
+    await eventually(() => expect(upstream.aborted.length - abortedBefore).toBe(N))
+    agent.destroy()
+  }, 60_000)
 
   it("the edge still serves after its callers went away", async () => {
     const completion = await client.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "still here" }] })
