@@ -215,6 +215,11 @@ export const step = (state: MapperState, chunk: UpstreamChunk): Emit => {
     if (nonEmpty(choice.finish_reason)) finishReason = choice.finish_reason
   }
   const usage = chunk.usage !== undefined && chunk.usage !== null ? toUsage(chunk.usage) ?? state.usage : state.usage
+  // A text chunk changes nothing of the state: the same state goes on (no copy per token).
+  if (
+    reportedModel === state.reportedModel && calls === state.calls && finishReason === state.finishReason &&
+    usage === state.usage && carried === state.carried
+  ) return [state, events]
   return [{ ...state, reportedModel, calls, finishReason, usage, carried }, events]
 }
 
