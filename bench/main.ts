@@ -389,8 +389,10 @@ interface DialectRow extends Row {
 
 /** The edge at burst N=16 in each dialect, rounds alternating the order; its CPU per token ÷ Chat Completions'. */
 const runDialects = async (upstream: Proc, edge: Target): Promise<ReadonlyArray<DialectRow>> => {
-  // The Responses and Messages paths are cold (Chat Completions is warm from the throughput runs): warm all three alike.
-  for (const dialect of DIALECT_ORDER) await measure(edge, upstream, DIALECT_SCENARIO, -1, WARMUP_MS / 2, dialect)
+  // The Responses and Messages paths are cold (Chat Completions is warm from ~20 s of throughput runs): each is
+  // warmed for 2 s, or the first rounds measure V8 still compiling their renderers (half a second of warm-up
+  // had them ~1.3× Chat Completions in one run and ~1.0× in the next).
+  for (const dialect of DIALECT_ORDER) await measure(edge, upstream, DIALECT_SCENARIO, -1, WARMUP_MS * 2, dialect)
   const samples = new Map<Dialect, Array<Sample>>()
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? DIALECT_ORDER : [...DIALECT_ORDER].reverse()
