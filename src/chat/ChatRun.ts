@@ -254,8 +254,7 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
           return read.done && session._tag === "Open" ? [...out, ...fold([Session.END], arrivedAt)] : out
         }
         // Trace lines are logged on the caller's runtime (its loggers and annotations), also from `poll`.
-        const runtime = yield* Effect.runtime<never>()
-        const flushTrace = trace === undefined ? undefined : Runtime.runSync(runtime)
+        const flushTrace = trace === undefined ? undefined : Runtime.runSync(yield* Effect.runtime<never>())
         const poll = (): ReadonlyArray<Session.Emission> | "pending" | "ended" => {
           if (session._tag === "Closed") return "ended"
           const read = handle.read()

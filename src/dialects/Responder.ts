@@ -115,13 +115,12 @@ export const make = Effect.gen(function* () {
           return annotations
         })
       }
-      if (stream) {
-        yield* metrics.streamOpened
-        yield* onClose(metrics.streamClosed)
-      }
-      yield* onClose(
-        Effect.suspend(() => metrics.request({ api: request.api, model: request.submit.model, stream, outcome: outcomeOf(terminal) }))
+      if (stream) yield* metrics.streamOpened
+      // One finalizer for both: the open-stream gauge and the response's count.
+      const counted = Effect.suspend(() =>
+        metrics.request({ api: request.api, model: request.submit.model, stream, outcome: outcomeOf(terminal) })
       )
+      yield* onClose(stream ? Effect.zipRight(metrics.streamClosed, counted) : counted)
       return (t: Terminal) => {
         terminal = t
       }
