@@ -47,7 +47,10 @@ const writeDirectly = (body: Readable): HttpApp.PreResponseHandler => (request, 
       cleanup()
       // A client that left: ended too, so that nothing after this writes to it.
       if (!res.writableEnded) res.end()
-      resume(Effect.succeed(response))
+      // The response is written: what follows (the run's finalizers, its summary, the access log) waits for the
+      // I/O that is ready to be handled first, so that streams ending together do not hold up the next
+      // requests' first tokens.
+      setImmediate(() => resume(Effect.succeed(response)))
     }
     const broken = (): void => {
       cleanup()
