@@ -355,7 +355,7 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
           break
         }
         return result
-      }).pipe(Effect.withSpan("Chat.collect"))
+      })
 
     return { open, collect } satisfies Chat.Service
   })
