@@ -8,7 +8,6 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import type * as LogLevel from "effect/LogLevel"
 import * as LogLevelM from "effect/LogLevel"
@@ -67,7 +66,7 @@ const edgeMiddleware = (
   level: LogLevel.LogLevel
 ): EdgeMiddleware => {
   const policy = makeOriginPolicy(server)
-  const setLevel = FiberRef.set(FiberRef.currentMinimumLogLevel, level)
+  const setLevel = Logging.setFiberLogLevel(level)
   return (app) =>
     Effect.gen(function* () {
       yield* setLevel
@@ -126,7 +125,7 @@ export const routes: Effect.Effect<HttpRouter.HttpRouter, never, RouteServices> 
   const level = Logging.levels[(yield* EdgeConfig).log.level]
   // Set for the rest of the request's fiber (not `locally`): the request scope's finalizers (the run's summary
   // line) run in that fiber after the handler returns.
-  const setLevel = FiberRef.set(FiberRef.currentMinimumLogLevel, level)
+  const setLevel = Logging.setFiberLogLevel(level)
   return HttpRouter.use(router, (handler) => Effect.zipRight(setLevel, handler))
 })
 

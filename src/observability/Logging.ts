@@ -36,6 +36,17 @@ export const logAnnotated = (
       : Effect.logWithLevel(level, message).pipe(Effect.annotateLogs(annotations()))
   )
 
+/**
+ * Sets the current fiber's minimum log level for the rest of it, unless it is that already: a FiberRef set
+ * copies all of the fiber's FiberRefs, and every request sets it (the server's runtime usually has it already).
+ */
+export const setFiberLogLevel = (level: LogLevel.LogLevel): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) =>
+    fiber.getFiberRef(FiberRef.currentMinimumLogLevel) === level
+      ? Effect.void
+      : FiberRef.set(FiberRef.currentMinimumLogLevel, level)
+  )
+
 /** The message, and each annotation value, takes at most this many bytes of JSON. */
 export const LOG_FIELD_BYTES = 1024
 /** All annotations of a line together (keys, values and separators). */
