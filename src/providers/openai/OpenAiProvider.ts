@@ -300,6 +300,8 @@ const makeRun = (
           if (answered) return onBroken(error)
           if (done) return
           if (!retried && isStaleConnection(error)) return connect(target, requestBody, true)
+          // Unanswered and not retried: the request is over, nothing of it is left to drain.
+          ended = true
           // The cause names the upstream's address: the log's, not the client's.
           log("upstream request failed", describeError(error))
           failBeforeResponse("upstream unreachable")
