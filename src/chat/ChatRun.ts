@@ -93,6 +93,7 @@ export const runOutcome = (e: RunError): RunOutcomeError => {
     case "NodeDisconnected":
     case "StreamClosed":
     case "RunCancelled":
+    case "WriteStalled":
       return new RunFailed({ reason: e.message, cause: e })
   }
 }
@@ -107,6 +108,8 @@ export const outcomeOf = (terminal: Session.Terminal | undefined): Outcome => {
     case "ToolValidationRetryFailed":
       return "tool_validation_error"
     case "RunFailed":
+      // A client that stopped reading left, as one that closed its socket did.
+      return terminal.error.cause?._tag === "WriteStalled" ? "cancelled" : "error"
     case "NoNodeAccepted":
     case "UpstreamRejected":
       return "error"

@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { NodeDisconnected, RunCancelled, StreamClosed } from "../run/errors.js"
+import { NodeDisconnected, RunCancelled, StreamClosed, WriteStalled } from "../run/errors.js"
 
 /** Errors of a chat completion once its request was understood. Mapped to OpenAI errors in http/openaiError.ts. */
 
@@ -16,7 +16,7 @@ export class ModelNotFound extends Schema.TaggedError<ModelNotFound>()("ModelNot
  */
 export class RunFailed extends Schema.TaggedError<RunFailed>()("RunFailed", {
   reason: Schema.String,
-  cause: Schema.optional(Schema.Union(NodeDisconnected, StreamClosed, RunCancelled))
+  cause: Schema.optional(Schema.Union(NodeDisconnected, StreamClosed, RunCancelled, WriteStalled))
 }) {
   override get message(): string {
     return this.reason

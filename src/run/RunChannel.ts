@@ -70,6 +70,15 @@ export class RunChannel implements RunSink {
     return this.buffer.length < HIGH_WATER_EVENTS
   }
 
+  /** The upstream accepted the run (or its first batch arrived): the response may start. */
+  accepted = false
+
+  readonly accept = (): void => {
+    if (this.ended !== "open" || this.accepted) return
+    this.accepted = true
+    this.ready()
+  }
+
   readonly end = (): void => {
     if (this.ended !== "open") return
     this.ended = "done"

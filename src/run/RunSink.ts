@@ -14,7 +14,16 @@ export interface RunSink {
    * when `onReady` calls back. Events after the run ended are dropped.
    */
   readonly emit: (events: ReadonlyArray<RunEvent>) => boolean
-  /** The producer has nothing more (a run that ends without a terminal event is a broken stream). */
+  /**
+   * The upstream accepted the run (answered 200; over the bus, the node's provider did): the caller's response may
+   * start before the first event. Optional to call: the first `emit` implies it. A run that fails before it (an
+   * upstream 4xx, unreachable) is answered with an HTTP status; after it, with the API's stream error event.
+   */
+  readonly accept: () => void
+  /**
+   * The producer has nothing more. The run's channel is the one terminator: it accepts nothing after the first
+   * terminal event, so a producer never slices at one, and an end without a terminal is `StreamClosed`.
+   */
   readonly end: () => void
   /** The transport failed (node gone, subscription lost): the run ends with this error. */
   readonly fail: (error: RunError) => void

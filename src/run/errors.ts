@@ -55,6 +55,16 @@ export class RunIdle extends Schema.TaggedError<RunIdle>()("RunIdle", { idleMs: 
   }
 }
 
+/**
+ * The caller's socket took nothing for `runs.idleTimeoutMs` while the edge had output for it (a client that stopped
+ * reading without closing): the run ended like an idle one, its upstream aborted and its slot released.
+ */
+export class WriteStalled extends Schema.TaggedError<WriteStalled>()("WriteStalled", { idleMs: Schema.Number }) {
+  override get message(): string {
+    return "client stopped reading"
+  }
+}
+
 /** The edge cancelled the run (shutdown). */
 export class RunCancelled extends Schema.TaggedError<RunCancelled>()("RunCancelled", { reason: Schema.String }) {
   override get message(): string {
@@ -63,7 +73,7 @@ export class RunCancelled extends Schema.TaggedError<RunCancelled>()("RunCancell
 }
 
 /** How a run's events end other than by its own terminal event. */
-export type RunError = NodeDisconnected | StreamClosed | NodeUnavailable | RunIdle | RunCancelled
+export type RunError = NodeDisconnected | StreamClosed | NodeUnavailable | RunIdle | WriteStalled | RunCancelled
 
 /** The run's request is larger than the transport carries (the NATS server's `max_payload`): no node can take it. */
 export class RunRequestTooLarge extends Schema.TaggedError<RunRequestTooLarge>()("RunRequestTooLarge", {

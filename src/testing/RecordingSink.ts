@@ -24,15 +24,21 @@ export interface RecordingSink {
   readonly events: Effect.Effect<ReadonlyArray<RunEvent>>
   /** Completes when the producer ended the run: `undefined` on `end`, the error on `fail`. */
   readonly ended: Effect.Effect<RunError | undefined>
+  /** Whether the producer said the upstream accepted the run (`accept`). */
+  readonly accepted: Effect.Effect<boolean>
 }
 
 export const make: Effect.Effect<RecordingSink> = Effect.gen(function* () {
   const batches: Array<ReadonlyArray<RunEvent>> = []
   const ended = yield* Deferred.make<RunError | undefined>()
+  let accepted = false
   const sink: RunSink = {
     emit: (events) => {
       batches.push(events)
       return true
+    },
+    accept: () => {
+      accepted = true
     },
     end: () => Deferred.unsafeDone(ended, Effect.succeed(undefined)),
     fail: (error) => Deferred.unsafeDone(ended, Effect.succeed(error)),
@@ -42,6 +48,7 @@ export const make: Effect.Effect<RecordingSink> = Effect.gen(function* () {
     sink,
     batches: Effect.sync(() => batches.slice()),
     events: Effect.sync(() => batches.flat()),
-    ended: Deferred.await(ended)
+    ended: Deferred.await(ended),
+    accepted: Effect.sync(() => accepted)
   }
 })

@@ -14,6 +14,8 @@ export interface TestSink extends RunSink {
   /** The `resume` callbacks given to `onReady`, in order. */
   readonly resumes: Array<() => void>
   readonly failures: Array<RunError>
+  /** Each `accept` call, as the number of batches emitted before it. */
+  readonly accepts: Array<number>
   /** Batches emitted after `end` (a provider should emit none). */
   readonly afterEnd: Array<ReadonlyArray<RunEvent.RunEvent>>
   /** Completes at the first `end` or `fail`. */
@@ -32,6 +34,7 @@ export const makeTestSink = (options: {
     const afterEnd: Array<ReadonlyArray<RunEvent.RunEvent>> = []
     const resumes: Array<() => void> = []
     const failures: Array<RunError> = []
+    const accepts: Array<number> = []
     let open = true
     const close = () => {
       open = false
@@ -42,6 +45,7 @@ export const makeTestSink = (options: {
       resumes,
       failures,
       afterEnd,
+      accepts,
       ended,
       events: () => batches.flat(),
       emit: (events) => {
@@ -54,6 +58,9 @@ export const makeTestSink = (options: {
         batches.push(batch)
         options.onEmit?.(batch, index)
         return options.ready?.(batch, index) ?? true
+      },
+      accept: () => {
+        accepts.push(batches.length)
       },
       end: close,
       fail: (error) => {

@@ -70,6 +70,10 @@ export class Recorder implements RunSink {
     this.wake()
     return true
   }
+  accepted = false
+  readonly accept = (): void => {
+    this.accepted = true
+  }
   readonly end = (): void => this.finish("end")
   readonly fail = (error: RunError): void => this.finish(error)
   readonly onReady = (): void => {}

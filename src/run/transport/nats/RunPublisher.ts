@@ -101,6 +101,7 @@ export const makePublisher = (
       // The bus cannot pause: a slow edge is the bus's concern (and the edge's idle watchdog's), never the provider's.
       return true
     },
+    accept: () => {},
     end: () => endWith(RunEvent.failed("provider ended the run without completing it")),
     fail: (error) => endWith(RunEvent.failed(error.message)),
     onReady: () => {},
