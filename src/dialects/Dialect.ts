@@ -43,6 +43,12 @@ export interface StreamRenderer {
   readonly keepAlive?: { readonly afterMs: number; readonly text: string }
 }
 
+/** How long a stream may be silent before it gets a keep-alive. */
+export const KEEP_ALIVE_AFTER_MS = 5_000
+
+/** The keep-alive of an SSE API without one of its own: a comment line, which every SSE client skips. */
+export const SSE_COMMENT_KEEP_ALIVE = { afterMs: KEEP_ALIVE_AFTER_MS, text: ": keep-alive\n\n" } as const
+
 /**
  * A response's items as typed values, for callers in code (`Responder.items`): built once per response. The
  * run's failure is never an item: it fails the caller's stream.

@@ -127,9 +127,10 @@ export const make = Effect.gen(function* () {
     })
 
   /**
-   * A streamed response's run, up to its first batch: live (the run, its first batch) or, strict-buffered,
-   * collected and validated (maybe replayed) first. Nothing is written before this: a run that failed before any
-   * output (an upstream rejection, an idle timeout) fails here, to be answered as an HTTP error.
+   * A streamed response's run, up to its start: live (the run, once its upstream accepted it, with what arrived
+   * by then) or, strict-buffered, collected and validated (maybe replayed) first. Nothing is written before this:
+   * a run that failed before it started (an upstream rejection, unreachable, no node) fails here, to be answered
+   * as an HTTP error.
    */
   const open = (request: ChatRequest, ended: (t: Terminal) => void) =>
     Effect.gen(function* () {
@@ -144,7 +145,9 @@ export const make = Effect.gen(function* () {
         return { _tag: "Collected", info: { runId: result.dispatch.runId, created }, emissions } satisfies Opened
       }
       const run = yield* chat.open(request)
-      const first = yield* run.next
+      // The response starts once the upstream accepted the run (or it produced something): a silent prefill
+      // then gets its headers, the API's opening event and keep-alives at once, not a first byte minutes later.
+      const first = yield* run.opening
       if (first !== undefined) noteTerminal(first, ended)
       const failure = first === undefined ? undefined : failureBeforeOutput(first)
       if (failure !== undefined) return yield* Effect.fail(failure)

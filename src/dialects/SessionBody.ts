@@ -2,6 +2,9 @@ import { Readable } from "node:stream"
 import type { ChatRun } from "../chat/ChatRun.js"
 import type { Emission } from "../chat/session.js"
 
+/** What a body emits when the run was ended early while its socket held it up (see `SessionBody`). */
+export const ABANDONED = "iop:abandoned"
+
 /** Bytes a body holds unread by the socket before it stops polling the run (the run's channel then fills). */
 const HIGH_WATER_BYTES = 64 * 1024
 
@@ -22,6 +25,10 @@ export interface SessionBodyOptions {
  * folded, rendered and pushed in the callback that brought it — one chunk, one socket write — with no fiber or
  * Stream step per batch; when the socket falls behind the body stops polling, the run's channel fills and the
  * provider pauses its upstream. Destroyed when the client leaves, which ends the request and so the run.
+ *
+ * A run the run plane ends early while the body is held up by its socket (a client that stopped reading: the
+ * run's write stall) is abandoned: what is left is folded and pushed with its terminal error event, the body ends,
+ * and it emits `ABANDONED`, for its writer to hand the socket what it takes and close the connection.
  */
 export class SessionBody extends Readable {
   private waiting = false
@@ -32,6 +39,19 @@ export class SessionBody extends Readable {
     super({ highWaterMark: HIGH_WATER_BYTES })
     this.lastPushAt = options.now()
     if (head !== "") this.push(head)
+    options.run.onTerminated(this.abandon)
+  }
+
+  /** The run was ended early while the body was held up by its socket: everything left is pushed, then let go. */
+  private readonly abandon = (): void => {
+    if (this.destroyed) return
+    for (;;) {
+      if (this.finished) break
+      const text = this.next()
+      if (text === undefined) break
+      if (text !== "") this.push(text)
+    }
+    this.emit(ABANDONED)
   }
 
   /** Milliseconds until a keep-alive is due after `afterMs` of silence; `undefined` once the body ended. */
@@ -55,19 +75,11 @@ export class SessionBody extends Readable {
     this.waiting = false
     if (this.finished || this.destroyed) return
     for (;;) {
-      let text: string
-      try {
-        const out = this.options.run.poll()
-        if (out === "ended") return this.close()
-        if (out === "pending") {
-          this.waiting = true
-          return this.options.run.onReady(this.pump)
-        }
-        this.options.onBatch(out)
-        text = this.options.render(out)
-      } catch (defect) {
-        this.push(this.options.onDefect(defect))
-        return this.close()
+      const text = this.next()
+      if (text === undefined) {
+        if (this.finished) return
+        this.waiting = true
+        return this.options.run.whenReady(this.pump)
       }
       if (text === "") continue
       this.lastPushAt = this.options.now()
@@ -75,7 +87,26 @@ export class SessionBody extends Readable {
     }
   }
 
+  /** The next batch's text; `undefined` when nothing is there yet, or the body has ended. */
+  private next(): string | undefined {
+    try {
+      const out = this.options.run.poll()
+      if (out === "ended") {
+        this.close()
+        return undefined
+      }
+      if (out === "pending") return undefined
+      this.options.onBatch(out)
+      return this.options.render(out)
+    } catch (defect) {
+      this.push(this.options.onDefect(defect))
+      this.close()
+      return undefined
+    }
+  }
+
   private close(): void {
+    if (this.finished) return
     this.finished = true
     this.push(null)
   }

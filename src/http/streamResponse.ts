@@ -7,6 +7,7 @@ import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import type { Readable } from "node:stream"
+import { ABANDONED } from "../dialects/SessionBody.js"
 import { nodeSource } from "./nodeSource.js"
 
 /**
@@ -59,14 +60,26 @@ const writeDirectly = (body: Readable): HttpApp.PreResponseHandler => (request, 
       if (!res.writableEnded) res.end()
       resume(Effect.succeed(response))
     }
+    // The run ended while the client read nothing (its write stall): the socket gets what it takes now, the
+    // terminal event included if it fits, and the connection closes; nothing waits for that client any longer.
+    const abandoned = (): void => {
+      body.unpipe(res)
+      for (let chunk: unknown = body.read(); chunk !== null; chunk = body.read()) res.write(chunk)
+      res.end()
+      setImmediate(() => {
+        if (!res.writableFinished) res.destroy()
+      })
+    }
     const cleanup = (): void => {
       res.off("finish", finished)
       res.off("close", finished)
       body.off("error", broken)
+      body.off(ABANDONED, abandoned)
     }
     res.once("finish", finished)
     res.once("close", finished)
     body.once("error", broken)
+    body.once(ABANDONED, abandoned)
     res.writeHead(response.status, response.headers)
     body.pipe(res)
     // Interrupted (the client left, as the server saw first): the body is dropped, the response ended.

@@ -1,21 +1,25 @@
-import * as Chunk from "effect/Chunk"
-import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
-import * as Stream from "effect/Stream"
-import type { RunError } from "./errors.js"
-import type { RunEvent } from "./RunEvent.js"
+import { type RunError, StreamClosed } from "./errors.js"
+import { isTerminal, type RunEvent } from "./RunEvent.js"
 import type { RunSink } from "./RunSink.js"
 
 /** Events a run may hold unread before its producer is asked to pause. */
 export const HIGH_WATER_EVENTS = 512
 
 /**
- * What a reader finds: the events that arrived since its last read (`done`: they are all there will be), or the
- * outcome that ended the run otherwise (node lost, idle timeout, cancelled), once the events before it were read.
+ * What a reader finds: the events that arrived since its last read (`done`: they are all there will be, the last
+ * is the run's terminal event), or the outcome that ended the run otherwise (node lost, idle timeout, cancelled,
+ * a stream that closed without a terminal), once the events before it were read.
  */
 export type RunRead =
   | { readonly _tag: "Events"; readonly events: ReadonlyArray<RunEvent>; readonly done: boolean }
   | { readonly _tag: "Failed"; readonly error: RunError }
+
+/**
+ * What a waiting reader waits for: `readable`, anything to read (or the run's end); `settled`, the run's end or as
+ * many events as the channel holds before its producer pauses (a reader that collects the whole run folds a few
+ * large reads, not one per upstream read); `started`, the upstream accepted the run, or anything to read.
+ */
+export type ReadyWhen = "readable" | "settled" | "started"
 
 const NOTHING: ReadonlyArray<RunEvent> = []
 
@@ -26,70 +30,117 @@ export interface TokenTiming {
   readonly batches: number
 }
 
-const carriesText = (events: ReadonlyArray<RunEvent>): boolean => {
-  for (const e of events) if (e._tag === "Delta" || e._tag === "ReasoningDelta") return true
-  return false
-}
-
 /**
- * One run's events in one place: the sink every writer uses (the provider
- * or bus subscription, node loss, the idle watchdog, cancellation), read by
- * one reader — synchronously (`read` + `onReady`, for a response body written
- * from callbacks) or as an Effect (`take`). Writing never blocks; a reader that
- * falls behind pauses the producer instead (`emit` returns false).
+ * One run's events in one place, and the one terminator of its event stream: it accepts nothing after the first
+ * terminal event, and turns an end without one into `StreamClosed`, whatever the transport or provider. Written
+ * from callbacks by every writer (the provider or bus subscription, node loss, the watchdog, cancellation); read
+ * by one reader: `read`, and `onReady` to be called back when there is something (no fiber, no queue). Writing
+ * never blocks; a reader that falls behind pauses the producer instead (`emit` returns false).
  */
 export class RunChannel implements RunSink {
-  /** When the last batch arrived, by the run plane's clock (read by the idle watchdog). */
-  lastEventAt: number
+  /**
+   * When the run last made progress, by the run plane's clock: a batch arrived, or the reader took one. The
+   * watchdog ends a run that made none for its idle time (an upstream that went silent, or a client whose
+   * socket stopped taking bytes: both stop the reads).
+   */
+  lastProgressAt: number
+  /** The upstream accepted the run (or its first batch arrived): the response may start. */
+  accepted = false
   private buffer: Array<RunEvent> = []
-  private ended: "open" | "done" | "failed" = "open"
+  private state: "open" | "done" | "failed" = "open"
   private failure: RunError | undefined = undefined
   private reported = false
   private resume: (() => void) | undefined = undefined
   private wake: (() => void) | undefined = undefined
-  private settledWake: (() => void) | undefined = undefined
+  private wakeWhen: ReadyWhen = "readable"
+  private onHalt: ((error: RunError) => void) | undefined = undefined
   private readonly tokens = { firstAt: undefined as number | undefined, lastAt: 0, batches: 0 }
   /** Stamped as the events arrive, whenever the reader folds them. */
   readonly timing: TokenTiming = this.tokens
 
-  constructor(private readonly now: () => number) {
-    this.lastEventAt = now()
+  /**
+   * @param terminate what `fail` does: the run service ends the run early through it (the channel fails with
+   *   the error and the run's scope closes); by default the channel only halts (`halt`).
+   */
+  constructor(
+    private readonly now: () => number,
+    private readonly terminate: (error: RunError) => void = (error) => this.halt(error)
+  ) {
+    this.lastProgressAt = now()
   }
 
   readonly emit = (events: ReadonlyArray<RunEvent>): boolean => {
-    if (this.ended !== "open") return true
-    this.lastEventAt = this.now()
-    if (carriesText(events)) {
+    if (this.state !== "open") return true
+    this.lastProgressAt = this.now()
+    this.accepted = true
+    let text = false
+    for (const e of events) {
+      this.buffer.push(e)
+      if (e._tag === "Delta" || e._tag === "ReasoningDelta") text = true
+      else if (isTerminal(e)) {
+        this.state = "done"
+        break
+      }
+    }
+    if (text) {
       const at = performance.now()
       this.tokens.firstAt ??= at
       this.tokens.lastAt = at
       this.tokens.batches += 1
     }
-    for (const e of events) this.buffer.push(e)
     this.ready()
     return this.buffer.length < HIGH_WATER_EVENTS
   }
 
-  /** The upstream accepted the run (or its first batch arrived): the response may start. */
-  accepted = false
-
   readonly accept = (): void => {
-    if (this.ended !== "open" || this.accepted) return
+    if (this.accepted || this.state !== "open") return
     this.accepted = true
     this.ready()
   }
 
-  readonly end = (): void => {
-    if (this.ended !== "open") return
-    this.ended = "done"
+  /** The producer has nothing more: after the run's terminal event that changes nothing; before it, the stream closed. */
+  readonly end = (): void => this.stop(new StreamClosed())
+
+  /** Ends the run early with `error` (the run service's `terminate`: the run's scope closes too). */
+  readonly fail = (error: RunError): void => this.terminate(error)
+
+  /** Fails the channel with `error`, unless the run's terminal event came first. */
+  readonly stop = (error: RunError): void => {
+    if (this.state !== "open") return
+    this.state = "failed"
+    this.failure = error
     this.ready()
   }
 
-  readonly fail = (error: RunError): void => {
-    if (this.ended !== "open") return
-    this.ended = "failed"
-    this.failure = error
-    this.ready()
+  /**
+   * The run service ended the run early (`terminate`): the channel fails with `error` unless its terminal came.
+   * A waiting reader is woken as usual; one that is not waiting (held up by its own output: a client that stopped
+   * reading) is told through `onTerminated`, so that its response is ended too.
+   */
+  readonly halt = (error: RunError): void => {
+    const heldUp = this.wake === undefined
+    this.stop(error)
+    const f = this.onHalt
+    this.onHalt = undefined
+    if (heldUp) f?.(error)
+  }
+
+  /** Calls `f` once if the run service ends the run early while the reader is not waiting for it. */
+  readonly onTerminated = (f: (error: RunError) => void): void => {
+    this.onHalt = f
+  }
+
+  /** Whether the run's events ended (its terminal event arrived, or it failed). */
+  get ended(): boolean {
+    return this.state !== "open"
+  }
+
+  /**
+   * Whether the reader is waiting for the run (it asked to be called back), rather than held up by its own
+   * output: when the run makes no progress, the upstream is the one that went silent.
+   */
+  get readerWaiting(): boolean {
+    return this.wake !== undefined
   }
 
   /** The producer waits for the reader: called once the reader took what was there. */
@@ -97,15 +148,16 @@ export class RunChannel implements RunSink {
     this.resume = resume
   }
 
-  /** What is there to read now; `undefined` while nothing arrived (then `onReadable` says when). */
+  /** What is there to read now; `undefined` while nothing arrived (then `whenReady` says when). */
   readonly read = (): RunRead | undefined => {
     if (this.buffer.length > 0) {
       const events = this.buffer
       this.buffer = []
+      this.lastProgressAt = this.now()
       this.pulled()
-      return { _tag: "Events", events, done: this.ended === "done" }
+      return { _tag: "Events", events, done: this.state === "done" }
     }
-    switch (this.ended) {
+    switch (this.state) {
       case "open":
         return undefined
       case "done":
@@ -117,55 +169,37 @@ export class RunChannel implements RunSink {
     }
   }
 
-  /** Calls `wake` once, when something can be read (at once if something can now). */
-  readonly onReadable = (wake: () => void): void => {
-    if (this.buffer.length > 0 || this.ended !== "open") wake()
-    else this.wake = wake
+  /** Calls `wake` once, when `when` holds (at once if it does now); a later call replaces an earlier one. */
+  readonly whenReady = (wake: () => void, when: ReadyWhen = "readable"): void => {
+    if (this.holds(when)) {
+      this.wake = undefined
+      wake()
+    } else {
+      this.wake = wake
+      this.wakeWhen = when
+    }
   }
 
-  /**
-   * Calls `wake` once, when the run has ended or holds as many events as it may before its producer pauses (at
-   * once if it does now): for a reader that collects the whole run, which then folds a few large reads instead
-   * of one per upstream read.
-   */
-  readonly onSettled = (wake: () => void): void => {
-    if (this.settled()) wake()
-    else this.settledWake = wake
+  /** Forgets the reader's callback (it left). */
+  readonly unwatch = (): void => {
+    this.wake = undefined
   }
 
-  /** `read` as an Effect, waiting while nothing arrived. */
-  readonly take: Effect.Effect<RunRead> = Effect.suspend(() => {
-    const now = this.read()
-    if (now !== undefined) return Effect.succeed(now)
-    return Effect.async<RunRead>((resume) => {
-      this.onReadable(() => resume(Effect.sync(() => this.read() ?? { _tag: "Events", events: NOTHING, done: false })))
-      return Effect.sync(() => {
-        this.wake = undefined
-      })
-    })
-  })
-
-  /** The events as a Stream, for callers that want one: ends with the run's events, fails with its outcome. */
-  readonly events: Stream.Stream<RunEvent, RunError> = Stream.repeatEffectChunkOption(
-    Effect.flatMap(this.take, (r): Effect.Effect<Chunk.Chunk<RunEvent>, Option.Option<RunError>> => {
-      if (r._tag === "Failed") return Effect.fail(Option.some(r.error))
-      if (r.done && r.events.length === 0) return Effect.fail(Option.none())
-      return Effect.succeed(Chunk.unsafeFromArray(r.events.slice()))
-    })
-  )
-
-  private settled(): boolean {
-    return this.ended !== "open" || this.buffer.length >= HIGH_WATER_EVENTS
+  private holds(when: ReadyWhen): boolean {
+    if (this.state !== "open") return true
+    switch (when) {
+      case "readable":
+        return this.buffer.length > 0
+      case "settled":
+        return this.buffer.length >= HIGH_WATER_EVENTS
+      case "started":
+        return this.accepted || this.buffer.length > 0
+    }
   }
 
   private ready(): void {
-    const settledWake = this.settledWake
-    if (settledWake !== undefined && this.settled()) {
-      this.settledWake = undefined
-      settledWake()
-    }
     const wake = this.wake
-    if (wake === undefined) return
+    if (wake === undefined || !this.holds(this.wakeWhen)) return
     this.wake = undefined
     wake()
   }

@@ -5,58 +5,27 @@ import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
-import type * as Stream from "effect/Stream"
+import * as Fiber from "effect/Fiber"
+import * as Runtime from "effect/Runtime"
 import { randomBytes } from "node:crypto"
-import { NodeDisconnected, type NodeUnavailable, RunCancelled, type RunError, RunIdle, type SubmitError } from "./errors.js"
+import {
+  NodeDisconnected,
+  type NodeUnavailable,
+  RunCancelled,
+  type RunError,
+  RunIdle,
+  type SubmitError,
+  WriteStalled
+} from "./errors.js"
 import { type NodeLease, NodeRegistry } from "./NodeRegistry.js"
-import { RunChannel, type RunRead, type TokenTiming } from "./RunChannel.js"
-import { type NodeId, type RunEvent, RunId } from "./RunEvent.js"
+import { RunChannel } from "./RunChannel.js"
+import { handleOf, type RunHandle } from "./RunHandle.js"
+import { type NodeId, RunId } from "./RunEvent.js"
 import type { SubmitRunRequest } from "./SubmitRunRequest.js"
 import * as Watchdog from "./Watchdog.js"
 
-export interface RunDispatch {
-  readonly runId: RunId
-  /** The node that took the run (after any failover). */
-  readonly nodeId: NodeId
-  readonly model: string
-}
-
-/**
- * A started run. Its events arrive in one mailbox, written by the node's
- * transport, node loss, the idle watchdog and cancellation. Closing the scope
- * `submit` ran in cancels the run on its node (one finalizer releases the
- * slot, the watchers and the upstream request).
- */
-export interface RunHandle {
-  readonly dispatch: RunDispatch
-  /**
-   * Everything that arrived since the last read, and whether the events
-   * ended; or the outcome that ended the run other than by its own events
-   * (node lost, idle timeout, cancelled, broken transport). `undefined` while
-   * nothing arrived: `onReadable` calls back once something did.
-   */
-  readonly read: () => RunRead | undefined
-  readonly onReadable: (wake: () => void) => void
-  /** Calls `wake` once the run ended or its producer had to pause: for a reader that collects the whole run. */
-  readonly onSettled: (wake: () => void) => void
-  /** When the run's text arrived (stamped on arrival, however late it is read). */
-  readonly timing: TokenTiming
-  /** `read` as an Effect that waits while nothing arrived. */
-  readonly take: Effect.Effect<RunRead>
-  /** The same events as a Stream, for callers that want one. */
-  readonly events: Stream.Stream<RunEvent, RunError>
-}
-
-/** A started run's handle over its channel. */
-export const handleOf = (dispatch: RunDispatch, channel: RunChannel): RunHandle => ({
-  dispatch,
-  read: channel.read,
-  onReadable: channel.onReadable,
-  onSettled: channel.onSettled,
-  timing: channel.timing,
-  take: channel.take,
-  events: channel.events
-})
+export type { RunDispatch, RunHandle } from "./RunHandle.js"
+export { handleOf } from "./RunHandle.js"
 
 export declare namespace RunService {
   export interface Service {
@@ -64,7 +33,7 @@ export declare namespace RunService {
     readonly submit: (request: SubmitRunRequest) => Effect.Effect<RunHandle, SubmitError, Scope.Scope>
     /**
      * Ends every active run with `RunCancelled` and cancels it on its node, all
-     * at once; never waits for a reader. Bounded by `timeout`.
+     * at once (`terminate` each); never waits for a reader. Bounded by `timeout`.
      */
     readonly cancelAll: (reason: string, timeout?: Duration.DurationInput) => Effect.Effect<void>
     readonly activeRuns: Effect.Effect<number>
@@ -74,7 +43,10 @@ export declare namespace RunService {
 export class RunService extends Context.Tag("@iop/edge/RunService")<RunService, RunService.Service>() {}
 
 export interface RunServiceOptions {
-  /** `runs.idleTimeoutMs`: the longest wait for a run's next event. */
+  /**
+   * `runs.idleTimeoutMs`: the longest a run may make no progress: no event from the upstream while the reader
+   * waits for one (`RunIdle`), or nothing taken by the reader while it has output it cannot write (`WriteStalled`).
+   */
   readonly idleTimeoutMs: number
 }
 
@@ -89,7 +61,11 @@ export const newRunId = (): RunId => RunId.make(`run_${RUN_PREFIX}${(runCounter+
 
 interface Active {
   readonly channel: RunChannel
-  readonly scope: Scope.CloseableScope
+  /** Set once the run's scope is known (after dispatch). */
+  scope: Scope.CloseableScope | undefined
+  /** The closing of its scope once the run was ended early. */
+  closing: Fiber.RuntimeFiber<void> | undefined
+  terminated: boolean
 }
 
 export const make = (
@@ -139,40 +115,61 @@ export const make = (
         }
       })
 
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+
+    /**
+     * The one way to end a run early (idle, write stall, node loss, a lost subscription, shutdown): its channel
+     * fails with `error` (unless its terminal came first), its reader is told, and its scope closes — upstream
+     * aborted, slot and watchers released — without waiting for the reader.
+     */
+    const terminate = (entry: Active, error: RunError): void => {
+      if (entry.terminated) return
+      entry.terminated = true
+      entry.channel.halt(error)
+      if (entry.scope !== undefined) entry.closing = runFork(Scope.close(entry.scope, Exit.void))
+    }
+
+    /** The idle watchdog found no progress: whose fault is it, the upstream's or the reader's? */
+    const idleError = (channel: RunChannel): RunError =>
+      channel.readerWaiting && !channel.ended
+        ? new RunIdle({ idleMs: options.idleTimeoutMs })
+        : new WriteStalled({ idleMs: options.idleTimeoutMs })
+
     // A plain function, not `Effect.fn` with a span: nothing exports spans from the edge, and the span (and
     // `annotateCurrentSpan`, which fails and builds an error when there is none) cost per run for nobody.
     const submit = (request: SubmitRunRequest) => Effect.gen(function* () {
       const runScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
       const runId = newRunId()
-      const channel = new RunChannel(now)
+      // The channel's `fail` (what a transport calls) is `terminate`, as for every other early end.
+      const channel: RunChannel = new RunChannel(now, (error) => terminate(entry, error))
+      const entry: Active = { channel, scope: undefined, closing: undefined, terminated: false }
       const lease: NodeLease = yield* dispatch(runScope, runId, request, channel).pipe(
         Effect.onError(() => Scope.close(runScope, Exit.void))
       )
+      entry.scope = runScope
       const nodeId = lease.node.id
-      lease.onGone(() => channel.fail(new NodeDisconnected({ nodeId })))
-      const entry: Active = { channel, scope: runScope }
+      lease.onGone(() => terminate(entry, new NodeDisconnected({ nodeId })))
       active.add(entry)
       const unwatch = watchdog.watch({
-        get lastEventAt() {
-          return channel.lastEventAt
+        get lastProgressAt() {
+          return channel.lastProgressAt
         },
-        onIdle: () => channel.fail(new RunIdle({ idleMs: options.idleTimeoutMs }))
+        onIdle: () => terminate(entry, idleError(channel))
       })
       yield* Scope.addFinalizer(runScope, Effect.sync(() => {
         active.delete(entry)
         unwatch()
       }))
+      // Ended early while it was being dispatched: its scope closes now that it is known.
+      if (entry.terminated) entry.closing = runFork(Scope.close(runScope, Exit.void))
       return handleOf({ runId, nodeId, model: request.model }, channel)
     })
 
     const cancelAll = (reason: string, timeout: Duration.DurationInput = Duration.seconds(1)) =>
       Effect.suspend(() => {
         const runs = Array.from(active)
-        for (const run of runs) run.channel.fail(new RunCancelled({ reason }))
-        return Effect.forEach(runs, (run) => Scope.close(run.scope, Exit.void), {
-          concurrency: "unbounded",
-          discard: true
-        })
+        for (const run of runs) terminate(run, new RunCancelled({ reason }))
+        return Fiber.awaitAll(runs.flatMap((run) => (run.closing === undefined ? [] : [run.closing])))
       }).pipe(
         // Cancel paths run in finalizers (uninterruptible): made interruptible so that the bound holds.
         Effect.interruptible,

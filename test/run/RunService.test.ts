@@ -9,7 +9,7 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import { NodeUnavailable } from "../../src/run/errors.js"
+import { NodeDisconnected, NodeUnavailable } from "../../src/run/errors.js"
 import { type NodeConnection, NodeRegistry, NodeRegistryLive } from "../../src/run/NodeRegistry.js"
 import * as RunEvent from "../../src/run/RunEvent.js"
 import { NodeId } from "../../src/run/RunEvent.js"
@@ -24,6 +24,9 @@ const request = (model: string): SubmitRunRequest => ({ model, messages: [], too
 const RunPlane = RunServiceM.layer({ idleTimeoutMs: 60_000 }).pipe(Layer.provideMerge(NodeRegistryLive))
 
 const done = RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} })
+
+/** Lets the other fibers run until `holds` (a run's scope closing interrupts its producer fiber: a few steps). */
+const until = (holds: () => boolean) => Effect.yieldNow().pipe(Effect.repeat({ until: holds, times: 100 }))
 
 describe("RunService", () => {
   it.scoped("no node serves the model: NoNodeForModel", () =>
@@ -219,6 +222,112 @@ describe("RunService", () => {
       yield* Fiber.interruptAll(readers)
       expect(node.stopped).toHaveLength(1000)
       expect((yield* registry.nodes)[0]?.inFlight).toBe(0)
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("idle timeout ends the run on its node too: upstream stopped and slot released while the caller still holds it", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const node = scriptedNode("a", ["m"], Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))
+      yield* registry.register(node.connection)
+      const handle = yield* runs.submit(request("m"))
+      const reader = yield* Effect.fork(Stream.runCollect(handle.events).pipe(Effect.either))
+      yield* TestClock.adjust("59999 millis")
+      expect([node.stopped.length, (yield* registry.nodes)[0]?.inFlight]).toEqual([0, 1])
+      yield* TestClock.adjust("1 millis")
+      const result = yield* Fiber.join(reader)
+      expect(Either.isLeft(result) && result.left._tag).toBe("RunIdle")
+      yield* until(() => node.stopped.length > 0)
+      expect([node.stopped.length, (yield* registry.nodes)[0]?.inFlight, yield* runs.activeRuns]).toEqual([1, 0, 0])
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("write stall: a reader that stops taking a fast run's events ends it after idleTimeoutMs without progress", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      // Far more than the channel holds: the producer is paused once the reader stops reading.
+      const fast = Stream.range(1, 5000).pipe(Stream.map((i) => RunEvent.delta(String(i))), Stream.rechunk(100))
+      const node = scriptedNode("a", ["m"], fast.pipe(Stream.concat(Stream.make(done))))
+      yield* registry.register(node.connection)
+      const handle = yield* runs.submit(request("m"))
+      let terminated: string | undefined
+      handle.onTerminated((e) => (terminated = e._tag))
+      yield* until(handle.accepted)
+      // The reader reads twice, 40 s apart (progress), then never again: nothing more moves.
+      expect(handle.read()?._tag).toBe("Events")
+      yield* TestClock.adjust("40 seconds")
+      expect(handle.read()?._tag).toBe("Events")
+      yield* TestClock.adjust("59999 millis")
+      expect([terminated, node.stopped.length]).toEqual([undefined, 0])
+      yield* TestClock.adjust("1 millis")
+      yield* until(() => node.stopped.length > 0)
+      expect([terminated, node.stopped.length, (yield* registry.nodes)[0]?.inFlight]).toEqual(["WriteStalled", 1, 0])
+      // A reader that comes back finds what was there, then the error.
+      let last = handle.read()
+      while (last?._tag === "Events" && !last.done) last = handle.read()
+      expect(last).toMatchObject({ _tag: "Failed", error: { _tag: "WriteStalled" } })
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("a slow reader is not a stalled one: each read is progress", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const fast = Stream.range(1, 3000).pipe(Stream.map((i) => RunEvent.delta(String(i))), Stream.rechunk(100))
+      yield* registry.register(scriptedNode("a", ["m"], fast.pipe(Stream.concat(Stream.make(done)))).connection)
+      const handle = yield* runs.submit(request("m"))
+      yield* until(handle.accepted)
+      const tags: Array<string> = []
+      for (let i = 0; i < 20; i++) {
+        const read = handle.read()
+        if (read?._tag === "Failed") tags.push(read.error._tag)
+        if (read?._tag === "Events" && read.done) tags.push("done")
+        if (tags.length > 0) break
+        yield* TestClock.adjust("50 seconds")
+      }
+      expect(tags).toEqual(["done"])
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("node loss ends the run on its node as well (one way to end a run early)", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const node = scriptedNode("a", ["m"], Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))
+      const nodeScope = yield* Scope.make()
+      yield* registry.register(node.connection).pipe(Scope.extend(nodeScope))
+      const handle = yield* runs.submit(request("m"))
+      yield* until(handle.accepted)
+      yield* Scope.close(nodeScope, Exit.void)
+      yield* until(() => node.stopped.length > 0)
+      expect([node.stopped.length, yield* runs.activeRuns]).toEqual([1, 0])
+      const result = yield* Effect.either(Stream.runCollect(handle.events))
+      expect(Either.isLeft(result) && result.left._tag).toBe("NodeDisconnected")
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("a transport's fail ends the run the same way (a lost subscription)", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      let sinkOf: ((error: NodeDisconnected) => void) | undefined
+      const stopped: Array<string> = []
+      yield* registry.register({
+        id: NodeId.make("a"),
+        models: [modelOptions("m")],
+        maxConcurrentRuns: 1,
+        start: (runId, _request, sink) =>
+          Effect.sync(() => {
+            sinkOf = sink.fail
+          }).pipe(Effect.zipRight(Effect.addFinalizer(() => Effect.sync(() => stopped.push(runId)))))
+      })
+      const handle = yield* runs.submit(request("m"))
+      sinkOf?.(new NodeDisconnected({ nodeId: NodeId.make("a") }))
+      yield* Effect.yieldNow()
+      expect([stopped.length, (yield* registry.nodes)[0]?.inFlight]).toEqual([1, 0])
+      expect(handle.read()).toMatchObject({ _tag: "Failed", error: { _tag: "NodeDisconnected" } })
     }).pipe(Effect.provide(RunPlane))
   )
 })

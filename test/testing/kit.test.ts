@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -111,8 +112,10 @@ describe("ScriptedProvider", () => {
       const run = yield* scripted.nextRun
       yield* run.text("half")
       yield* run.end
-      // The run plane passes the events on; the chat plane calls it a broken stream (`run stream closed`).
-      expect(texts(Chunk.toReadonlyArray(yield* Stream.runCollect(broken.events)))).toEqual(["half"])
+      // The run's channel is the one terminator: the events, then `StreamClosed` (`run stream closed`).
+      const read = Chunk.toReadonlyArray(yield* Stream.runCollect(Stream.either(broken.events)))
+      expect(texts(read.flatMap((r) => (Either.isRight(r) ? [r.right] : [])))).toEqual(["half"])
+      expect(read.flatMap((r) => (Either.isLeft(r) ? [r.left._tag] : []))).toEqual(["StreamClosed"])
       expect(yield* run.state).toBe("ended")
     }).pipe(Effect.provide(TestEdge.layer({ nodes: ScriptedProvider.layer("mine") })))
   )

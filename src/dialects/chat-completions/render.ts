@@ -3,7 +3,7 @@ import type { ReasoningField } from "../../chat/policy.js"
 import type { Emission } from "../../chat/session.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
 import type { TokenLogprob, Usage } from "../../run/RunEvent.js"
-import type { ItemRenderer, Rendered, StreamRenderer } from "../Dialect.js"
+import { type ItemRenderer, type Rendered, SSE_COMMENT_KEEP_ALIVE, type StreamRenderer } from "../Dialect.js"
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -192,6 +192,7 @@ export const chunkRenderer = (ctx: ResponseContext): StreamRenderer => {
 
   return {
     head: head + JSON.stringify(ROLE) + tail,
+    keepAlive: SSE_COMMENT_KEEP_ALIVE,
     batch: (emissions) => {
       let text = ""
       for (const e of emissions) text += one(e)

@@ -2,7 +2,7 @@ import { type RunOutcomeError, RunFailed, upstreamRejectionAnswer } from "../../
 import type { Emission } from "../../chat/session.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
 import type { Usage } from "../../run/RunEvent.js"
-import type { Rendered, StreamRenderer } from "../Dialect.js"
+import { type Rendered, SSE_COMMENT_KEEP_ALIVE, type StreamRenderer } from "../Dialect.js"
 
 /**
  * The Responses API, rendered (PURE): session emissions → `event: <type>` / `data: <json>` frames, one string per
@@ -287,6 +287,7 @@ export const eventRenderer = (ctx: ResponseContext): StreamRenderer => {
   const fold = new Fold(ctx, true)
   return {
     head: fold.head(),
+    keepAlive: SSE_COMMENT_KEEP_ALIVE,
     batch: (emissions) => {
       for (const e of emissions) fold.step(e)
       return fold.take()

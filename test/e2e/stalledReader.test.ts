@@ -1,0 +1,134 @@
+import * as http from "node:http"
+import * as net from "node:net"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eventually, fetchMetrics, metricSum } from "../support/e2e.js"
+import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
+import { chunk, frame } from "../support/fakeUpstream.js"
+
+/**
+ * Clients that stop reading without closing, against the built edge and a real socket: each one's upstream
+ * request is aborted and its slot released once the run made no progress for `runs.idleTimeoutMs` (kept short
+ * here; TestClock tests in test/run prove the timing). The upstream streams as fast as its socket takes bytes,
+ * forever, so only the edge giving up on the stalled client can close its request.
+ */
+
+interface FloodUpstream {
+  readonly url: string
+  readonly open: () => number
+  readonly closed: () => number
+  readonly close: () => Promise<void>
+}
+
+const startFlood = async (): Promise<FloodUpstream> => {
+  let open = 0
+  let closed = 0
+  const token = frame(chunk({ content: "lorem ipsum dolor sit amet " }))
+  const burst = token.repeat(64)
+  const server = http.createServer((req, res) => {
+    req.resume()
+    req.on("end", () => {
+      open++
+      res.on("close", () => {
+        open--
+        closed++
+      })
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      res.write(frame(chunk({ role: "assistant", content: "" })))
+      const pump = (): void => {
+        while (!res.destroyed && res.write(burst));
+        if (!res.destroyed) res.once("drain", pump)
+      }
+      pump()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    open: () => open,
+    closed: () => closed,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+  }
+}
+
+/** Opens a stream on a raw socket, waits for its first bytes, then stops reading (the socket stays open). */
+const stalledClient = (port: number, path: string, body: object) =>
+  new Promise<{ readonly socket: net.Socket; readonly first: string }>((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1")
+    const json = JSON.stringify(body)
+    socket.on("error", reject)
+    socket.once("data", (bytes) => {
+      socket.pause()
+      resolve({ socket, first: bytes.toString("utf8") })
+    })
+    socket.write(
+      `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n` +
+        `anthropic-version: 2023-06-01\r\ncontent-length: ${Buffer.byteLength(json)}\r\n\r\n${json}`
+    )
+  })
+
+describe("a client that stops reading holds nothing", () => {
+  let upstream: FloodUpstream
+  let edge: EdgeProcess
+
+  beforeAll(async () => {
+    upstream = await startFlood()
+    edge = await startEdge({
+      config: {
+        runs: { idleTimeoutMs: 400 },
+        models: [{ id: "flood", provider: { type: "openai", baseUrl: upstream.url, model: "f" } }]
+      }
+    })
+  })
+  afterAll(async () => {
+    await edge?.stop()
+    await upstream?.close()
+  })
+
+  it("12 stalled streams (all three APIs): every upstream request aborted, every slot released, the edge still serves", async () => {
+    const messages = [{ role: "user", content: "go" }]
+    const clients = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => {
+        switch (i % 3) {
+          case 0:
+            return stalledClient(edge.port, "/v1/chat/completions", { model: "flood", stream: true, messages })
+          case 1:
+            return stalledClient(edge.port, "/v1/responses", { model: "flood", stream: true, input: "go" })
+          default:
+            return stalledClient(edge.port, "/v1/messages", { model: "flood", stream: true, max_tokens: 64, messages })
+        }
+      })
+    )
+    for (const c of clients) expect(c.first).toMatch(/^HTTP\/1\.1 200/)
+    await eventually(() => {
+      expect(upstream.closed()).toBe(12)
+      expect(upstream.open()).toBe(0)
+    })
+    const metrics = await fetchMetrics(edge.url)
+    expect(metricSum(metrics, "iop_chat_requests_total", { model: "flood", outcome: "cancelled" })).toBe(12)
+    // The edge closed the stalled connections: a client that reads again gets what its socket held, then the end.
+    await Promise.all(clients.map((c) =>
+      new Promise<void>((resolve) => {
+        c.socket.on("close", () => resolve())
+        c.socket.on("data", () => undefined)
+        c.socket.resume()
+      })
+    ))
+    // And the edge serves on: a client that reads gets its stream.
+    const controller = new AbortController()
+    const response = await fetch(`${edge.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "flood", stream: true, messages }),
+      signal: controller.signal
+    })
+    expect(response.status).toBe(200)
+    const reader = response.body!.getReader()
+    expect((await reader.read()).done).toBe(false)
+    controller.abort()
+  })
+})
