@@ -257,6 +257,7 @@ const makeRun = (
     if (status >= 200 && status < 300) {
       sse = makeUpstreamDecoder()
       reading = "stream"
+      sink.accept()
     } else {
       retryAfter = retryAfterSeconds(headers["retry-after"], headers["retry-after-ms"])
       reading = "error"

@@ -524,3 +524,30 @@ describe("OpenAiProvider: upstream error answers", () => {
         expect(logged.join("\n")).toMatch(/upstream request failed.*ECONNREFUSED.*127\.0\.0\.1/)
       }).pipe(Effect.provide(upstreamDispatcher)))
 })
+
+describe("OpenAiProvider: accept", () => {
+  it.scopedLive("a 2xx answer is accepted once, before its first batch; a 4xx or an unreachable upstream never", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeUpstream({ kind: "sse", events: textStream(["a", "b"]), delayMs: 5 })
+      const sink = yield* makeTestSink()
+      yield* (yield* providerFor(fake)).start(request, sink)
+      yield* Deferred.await(sink.ended)
+      expect(sink.events().at(-1)).toMatchObject({ _tag: "Complete" })
+      expect(sink.accepts).toEqual([0])
+
+      const rejecting = yield* fakeUpstream({ kind: "json", status: 400, body: { error: { message: "bad" } } })
+      const rejected = yield* makeTestSink()
+      yield* (yield* providerFor(rejecting)).start(request, rejected)
+      yield* Deferred.await(rejected.ended)
+      expect(rejected.events().at(-1)).toMatchObject({ _tag: "Failed" })
+      expect(rejected.accepts).toEqual([])
+
+      const gone = yield* Effect.promise(() => startFakeUpstream({ kind: "sse", events: [] }))
+      yield* Effect.promise(() => gone.close())
+      const unreachable = yield* makeTestSink()
+      yield* (yield* providerFor(gone)).start(request, unreachable)
+      yield* Deferred.await(unreachable.ended)
+      expect(unreachable.events()).toEqual([RunEvent.failed("upstream unreachable")])
+      expect(unreachable.accepts).toEqual([])
+    }).pipe(Effect.provide(upstreamDispatcher)))
+})
