@@ -350,4 +350,4 @@ const causeText = (cause: unknown, depth = 0): string | undefined => {
   return inner !== undefined && inner !== own ? `${own}: ${inner}` : own
 }
 
-export const describeError = (error: unknown): string => causeText(error) ?? "unknown error"
+const describeError = (error: unknown): string => causeText(error) ?? "unknown error"
