@@ -249,12 +249,7 @@ export const finish = (state: MapperState): RunEvent.RunEvent => {
 export type StreamInput =
   | UpstreamInput
   | { readonly _tag: "End" }
-  | {
-    readonly _tag: "TransportFailed"
-    readonly message: string
-    /** The upstream's error answer, when it gave one (a non-2xx status). */
-    readonly upstream?: RunEvent.UpstreamAnswer
-  }
+  | { readonly _tag: "TransportFailed"; readonly message: string }
 
 export const END: StreamInput = { _tag: "End" }
 
@@ -276,7 +271,7 @@ export const feed = (state: MapperState, input: StreamInput): Emit => {
     case "Malformed":
       return [state, [RunEvent.failed(input.message)]]
     case "TransportFailed":
-      return [state, [RunEvent.failed(input.message, input.upstream)]]
+      return [state, [RunEvent.failed(input.message)]]
     case "End":
       // Without `[DONE]`, a finish_reason still means the upstream finished (some servers omit `[DONE]`).
       return [state, [state.finishReason !== undefined ? finish(state) : RunEvent.failed(EARLY_END_MESSAGE)]]
