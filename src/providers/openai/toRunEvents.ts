@@ -13,9 +13,11 @@ import {
  * Upstream `chat.completion.chunk`s → `RunEvent`s, as a pure reducer.
  * `step` maps one chunk to its text events and remembers what only the end
  * needs (tool calls, finish reason, usage, model, an upstream error);
- * `finish` turns that into the single terminal event. `feed` drives both
- * from the decoded stream (chunks, `[DONE]`, broken events, the end of the
- * body, a transport failure) and guarantees exactly one terminal event.
+ * `finish` turns that into the terminal event. `feed` drives both from the
+ * decoded stream (chunks, `[DONE]`, broken events, the end of the body, a
+ * transport failure): an input that ends the stream maps to its terminal
+ * event, last. Whoever feeds it stops there (the provider leaves its
+ * `streaming` state); the run's channel is the one terminator.
  */
 
 export type ToolMode = "native" | "text"
@@ -40,8 +42,6 @@ export interface MapperState {
   readonly error: string | undefined
   /** Logprob entries of chunks that had no text (the first bytes of a split character): they go with the next text. */
   readonly carried: ReadonlyArray<UpstreamTokenLogprob>
-  /** The terminal event was emitted (by `feed`); nothing more is accepted. */
-  readonly closed: boolean
 }
 
 const NO_ENTRIES: ReadonlyArray<UpstreamTokenLogprob> = []
@@ -54,8 +54,7 @@ export const initial = (options?: { readonly toolMode?: ToolMode; readonly upstr
   finishReason: undefined,
   usage: undefined,
   error: undefined,
-  carried: NO_ENTRIES,
-  closed: false
+  carried: NO_ENTRIES
 })
 
 const nonEmpty = (s: string | null | undefined): s is string => typeof s === "string" && s !== ""
@@ -182,7 +181,7 @@ const topLogprob = (t: UpstreamTokenLogprob): ReadonlyArray<RunEvent.TopLogprob>
 
 /** Maps one upstream chunk: its text events now, the rest remembered for `finish`. */
 export const step = (state: MapperState, chunk: UpstreamChunk): Emit => {
-  if (state.closed || state.error !== undefined) return [state, []]
+  if (state.error !== undefined) return [state, []]
   const reportedModel = state.reportedModel ?? (nonEmpty(chunk.model) ? chunk.model : undefined)
   const error = chunkError(chunk)
   if (error !== undefined) return [{ ...state, reportedModel, error }, []]
@@ -250,53 +249,31 @@ export const finish = (state: MapperState): RunEvent.RunEvent => {
 export type StreamInput =
   | UpstreamInput
   | { readonly _tag: "End" }
-  | {
-    readonly _tag: "TransportFailed"
-    readonly message: string
-    /** The upstream's error answer, when it gave one (a non-2xx status). */
-    readonly upstream?: RunEvent.UpstreamAnswer
-  }
+  | { readonly _tag: "TransportFailed"; readonly message: string }
 
 export const END: StreamInput = { _tag: "End" }
 
 export const EARLY_END_MESSAGE = "upstream stream ended early"
 
 /**
- * One input of the upstream stream → events. Emits exactly one terminal event
- * over any sequence of inputs that ends with `End` (or earlier), then nothing.
+ * One input of the upstream stream → events. `Done`, `Malformed`,
+ * `TransportFailed`, `End` and an error chunk end the stream: their events end
+ * with its terminal event; any other input maps to no terminal event.
  */
 export const feed = (state: MapperState, input: StreamInput): Emit => {
-  if (state.closed) return [state, []]
-  const close = (s: MapperState, events: ReadonlyArray<RunEvent.RunEvent>, terminal: RunEvent.RunEvent) =>
-    [{ ...s, closed: true }, [...events, terminal]] as const
   switch (input._tag) {
     case "Chunk": {
       const [next, events] = step(state, input.chunk)
-      return next.error !== undefined ? close(next, events, finish(next)) : [next, events]
+      return next.error !== undefined ? [next, [...events, finish(next)]] : [next, events]
     }
     case "Done":
-      return close(state, [], finish(state))
+      return [state, [finish(state)]]
     case "Malformed":
-      return close(state, [], RunEvent.failed(input.message))
+      return [state, [RunEvent.failed(input.message)]]
     case "TransportFailed":
-      return close(state, [], RunEvent.failed(input.message, input.upstream))
+      return [state, [RunEvent.failed(input.message)]]
     case "End":
       // Without `[DONE]`, a finish_reason still means the upstream finished (some servers omit `[DONE]`).
-      return close(state, [], state.finishReason !== undefined ? finish(state) : RunEvent.failed(EARLY_END_MESSAGE))
+      return [state, [state.finishReason !== undefined ? finish(state) : RunEvent.failed(EARLY_END_MESSAGE)]]
   }
-}
-
-/** Runs the mapper over a whole sequence of inputs (tests, replays). */
-export const feedAll = (
-  inputs: Iterable<StreamInput>,
-  init: MapperState = initial()
-): ReadonlyArray<RunEvent.RunEvent> => {
-  let state = init
-  const out: Array<RunEvent.RunEvent> = []
-  for (const input of inputs) {
-    const [next, events] = feed(state, input)
-    state = next
-    out.push(...events)
-  }
-  return out
 }

@@ -524,3 +524,110 @@ describe("OpenAiProvider: upstream error answers", () => {
         expect(logged.join("\n")).toMatch(/upstream request failed.*ECONNREFUSED.*127\.0\.0\.1/)
       }).pipe(Effect.provide(upstreamDispatcher)))
 })
+
+describe("OpenAiProvider: accept", () => {
+  it.scopedLive("a 2xx answer is accepted once, before its first batch; a 4xx or an unreachable upstream never", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeUpstream({ kind: "sse", events: textStream(["a", "b"]), delayMs: 5 })
+      const sink = yield* makeTestSink()
+      yield* (yield* providerFor(fake)).start(request, sink)
+      yield* Deferred.await(sink.ended)
+      expect(sink.events().at(-1)).toMatchObject({ _tag: "Complete" })
+      expect(sink.accepts).toEqual([0])
+
+      const rejecting = yield* fakeUpstream({ kind: "json", status: 400, body: { error: { message: "bad" } } })
+      const rejected = yield* makeTestSink()
+      yield* (yield* providerFor(rejecting)).start(request, rejected)
+      yield* Deferred.await(rejected.ended)
+      expect(rejected.events().at(-1)).toMatchObject({ _tag: "Failed" })
+      expect(rejected.accepts).toEqual([])
+
+      const gone = yield* Effect.promise(() => startFakeUpstream({ kind: "sse", events: [] }))
+      yield* Effect.promise(() => gone.close())
+      const unreachable = yield* makeTestSink()
+      yield* (yield* providerFor(gone)).start(request, unreachable)
+      yield* Deferred.await(unreachable.ended)
+      expect(unreachable.events()).toEqual([RunEvent.failed("upstream unreachable")])
+      expect(unreachable.accepts).toEqual([])
+    }).pipe(Effect.provide(upstreamDispatcher)))
+})
+
+describe("OpenAiProvider: upstream abort and drain", () => {
+  /**
+   * An upstream that answers 200, writes `head`, then `filler` again and again for as long as the client reads.
+   * `closed` completes, when the client has gone, with the bytes written after `head`: a client that aborts at
+   * once leaves what the sockets' buffers hold; one that drains reads on.
+   */
+  const flooding = (head: string, filler: string) =>
+    Effect.gen(function*() {
+      const closed = yield* Deferred.make<number>()
+      const server = http.createServer((req, res) => {
+        req.resume()
+        req.on("end", () => {
+          let written = 0
+          res.on("close", () => Deferred.unsafeDone(closed, Exit.succeed(written)))
+          res.writeHead(200, { "content-type": "text/event-stream" })
+          const pump = (): void => {
+            while (!res.destroyed) {
+              written += filler.length
+              if (!res.write(filler)) return void res.once("drain", pump)
+            }
+          }
+          if (res.write(head)) pump()
+          else res.once("drain", pump)
+        })
+      })
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        () =>
+          Effect.async<void>((resume) => {
+            server.closeAllConnections()
+            server.close(() => resume(Effect.void))
+          })
+      )
+      return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, closed }
+    })
+
+  // Past this, the client read on after the failure: the sockets' buffers on both sides hold far less.
+  const BUFFERED = 64 * 1024 * 1024
+  const KIB = "x".repeat(64 * 1024)
+
+  /** Runs against a flooding upstream: the run's events and the bytes written after `head` before it saw close. */
+  const runFlooded = (head: string, filler: string) =>
+    Effect.gen(function*() {
+      const upstream = yield* flooding(head, filler)
+      const events = yield* collectEvents(yield* providerFor(upstream), request)
+      const after = yield* Deferred.await(upstream.closed)
+      return { events, after }
+    })
+
+  it.scopedLive("an event over the size cap (one 9 MB line) → Failed, and the upstream is aborted at once", () =>
+    Effect.gen(function*() {
+      const { after, events } = yield* runFlooded(`data: ${"x".repeat(9_000_000)}`, KIB)
+      expect(failedMessage(events)).toBe("upstream sent an event longer than 8388608 characters")
+      expect(after).toBeLessThan(BUFFERED)
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
+  it.scopedLive("9 MB of data lines without a blank line → Failed, and the upstream is aborted at once", () =>
+    Effect.gen(function*() {
+      const line = `data: ${"x".repeat(64 * 1024 - 7)}\n`
+      const { after, events } = yield* runFlooded(line.repeat(144), line)
+      expect(failedMessage(events)).toBe("upstream sent an event longer than 8388608 characters")
+      expect(after).toBeLessThan(BUFFERED)
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
+  it.scopedLive("an upstream error event mid-stream → Failed, and the upstream is aborted at once, not drained", () =>
+    Effect.gen(function*() {
+      const head = sseText([chunk({ content: "a" }), errorEvent("out of memory")], false)
+      const { after, events } = yield* runFlooded(head, `: ${KIB}\n\n`)
+      expect(events).toEqual([RunEvent.delta("a"), RunEvent.failed("upstream error: out of memory")])
+      expect(after).toBeLessThan(BUFFERED)
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
+  it.scopedLive("[DONE] then an endless flood: at most the drain's byte bound is read, then the upstream is aborted", () =>
+    Effect.gen(function*() {
+      const { after, events } = yield* runFlooded(sseText(textStream(["a"])), `: ${KIB}\n\n`)
+      expect(events.at(-1)).toMatchObject({ _tag: "Complete" })
+      expect(after).toBeLessThan(BUFFERED)
+    }).pipe(Effect.provide(upstreamDispatcher)))
+})

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Mapper from "../../../src/providers/openai/toRunEvents.js"
+import { feedAll } from "./feedAll.js"
 import { decodeEvent } from "../../../src/providers/openai/upstreamWire.js"
 import * as RunEvent from "../../../src/run/RunEvent.js"
 
@@ -20,7 +20,7 @@ const chunkWith = (content: string | null, logprobs: unknown, delta: Record<stri
   })
 
 const eventsOf = (...events: ReadonlyArray<string>): ReadonlyArray<RunEvent.RunEvent> =>
-  Mapper.feedAll([...events.map((e) => decodeEvent(undefined, e)), { _tag: "Done" }])
+  feedAll([...events.map((e) => decodeEvent(undefined, e)), { _tag: "Done" }])
 
 describe("upstream logprobs", () => {
   it("OpenAI's entries become the Delta's, bytes and top alternatives kept", () => {

@@ -5,8 +5,9 @@ import * as Stream from "effect/Stream"
 import { FastCheck as fc } from "effect"
 import * as RunEvent from "../../../src/run/RunEvent.js"
 import * as Mapper from "../../../src/providers/openai/toRunEvents.js"
+import { feedAll } from "./feedAll.js"
 import { makeUpstreamDecoder } from "../../../src/providers/openai/upstreamSse.js"
-import type { UpstreamChunk } from "../../../src/providers/openai/upstreamWire.js"
+import { chunkError, type UpstreamChunk } from "../../../src/providers/openai/upstreamWire.js"
 import { chunk, completionTokens, errorEvent, sseText, textStream, usageChunk } from "../../support/fakeUpstream.js"
 import { type Fixture, fixtures } from "./fixtures/index.js"
 
@@ -192,8 +193,8 @@ describe("toRunEvents: step and finish", () => {
 describe("toRunEvents: feed (the stream driver)", () => {
   const parse = (sse: string) => makeUpstreamDecoder().feed(sse)
 
-  it("[DONE] ends the run even if more follows", () => {
-    const events = Mapper.feedAll([...parse(sseText(textStream(["a"]))), ...parse(sseText([chunk({ content: "late" })]))])
+  it("[DONE] is the terminal: Complete with what came before it (the provider feeds nothing after it)", () => {
+    const events = feedAll([...parse(sseText(textStream(["a"]))), ...parse(sseText([chunk({ content: "late" })]))])
     expect(events).toEqual([
       RunEvent.delta("a"),
       RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model" } })
@@ -201,20 +202,20 @@ describe("toRunEvents: feed (the stream driver)", () => {
   })
 
   it("the end of the body without [DONE]: Complete after a finish_reason, else Failed", () => {
-    expect(Mapper.feedAll([...parse(sseText(textStream(["a"]), false)), Mapper.END]).at(-1)).toMatchObject({
+    expect(feedAll([...parse(sseText(textStream(["a"]), false)), Mapper.END]).at(-1)).toMatchObject({
       _tag: "Complete"
     })
-    expect(Mapper.feedAll([...parse(sseText([chunk({ content: "a" })], false)), Mapper.END])).toEqual([
+    expect(feedAll([...parse(sseText([chunk({ content: "a" })], false)), Mapper.END])).toEqual([
       RunEvent.delta("a"),
       RunEvent.failed("upstream stream ended early")
     ])
   })
 
   it("a malformed event → Failed naming the problem", () => {
-    expect(Mapper.feedAll(parse("data: {\"choices\": [\n\n")).at(-1)).toEqual(
+    expect(feedAll(parse("data: {\"choices\": [\n\n")).at(-1)).toEqual(
       RunEvent.failed("upstream sent an event that is not JSON: {\"choices\": [")
     )
-    const badShape = Mapper.feedAll(parse("data: {\"choices\": [{\"delta\": {\"content\": 42}}]}\n\n"))
+    const badShape = feedAll(parse("data: {\"choices\": [{\"delta\": {\"content\": 42}}]}\n\n"))
     expect(badShape).toHaveLength(1)
     expect(badShape[0]).toMatchObject({ _tag: "Failed" })
     expect((badShape[0] as RunEvent.Failed).message).toMatch(/malformed chunk.*choices\.0\.delta\.content/)
@@ -223,7 +224,7 @@ describe("toRunEvents: feed (the stream driver)", () => {
   it("`event: error` frames and keep-alive comments", () => {
     const sse = ": keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n" +
       "event: error\ndata: {\"error\":{\"message\":\"quota exceeded\"}}\n\n"
-    expect(Mapper.feedAll(parse(sse))).toEqual([RunEvent.delta("a"), RunEvent.failed("upstream error: quota exceeded")])
+    expect(feedAll(parse(sse))).toEqual([RunEvent.delta("a"), RunEvent.failed("upstream error: quota exceeded")])
   })
 
   it("an oversized event → Failed, and the decoder accepts nothing more", () => {
@@ -248,12 +249,25 @@ describe("toRunEvents: feed (the stream driver)", () => {
     ).map((c): Mapper.StreamInput => ({ _tag: "Chunk", chunk: c as UpstreamChunk }))
   )
 
-  it("property: any input sequence ending with End yields exactly one terminal event, last", () => {
+  const endsTheStream = (input: Mapper.StreamInput): boolean =>
+    input._tag !== "Chunk" || chunkError(input.chunk) !== undefined
+
+  it("property: an input that ends the stream maps to one terminal event, last; any other input to none", () => {
     fc.assert(
       fc.property(fc.array(input, { maxLength: 20 }), (inputs) => {
-        const events = Mapper.feedAll([...inputs, Mapper.END])
-        expect(events.filter(RunEvent.isTerminal)).toHaveLength(1)
-        expect(RunEvent.isTerminal(events.at(-1)!)).toBe(true)
+        let state = Mapper.initial()
+        for (const next of [...inputs, Mapper.END]) {
+          const [after, events] = Mapper.feed(state, next)
+          state = after
+          const terminals = events.filter(RunEvent.isTerminal).length
+          expect(terminals).toBe(endsTheStream(next) ? 1 : 0)
+          if (terminals === 1) {
+            expect(RunEvent.isTerminal(events.at(-1)!)).toBe(true)
+            // Whoever feeds the mapper stops at its terminal.
+            return
+          }
+        }
+        expect.unreachable("End always ends the stream")
       }),
       { numRuns: 1000 }
     )

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Mapper from "../../../src/providers/openai/toRunEvents.js"
+import { feedAll } from "./feedAll.js"
 import {
   clipBytes,
   decodeChunk,
@@ -176,7 +177,7 @@ describe("decodeEvent: field guards, no Schema", () => {
   })
 
   it("a malformed shape becomes the run's Failed with that message", () => {
-    expect(Mapper.feedAll([chunkOf({ choices: [{ delta: { content: "a" } }] }), chunkOf({ choices: 1 })])).toEqual([
+    expect(feedAll([chunkOf({ choices: [{ delta: { content: "a" } }] }), chunkOf({ choices: 1 })])).toEqual([
       RunEvent.delta("a"),
       RunEvent.failed("upstream sent a malformed chunk (choices: expected an array or null, got number)")
     ])
@@ -294,7 +295,7 @@ describe("decodeEvent: field guards, no Schema", () => {
       if (input._tag === "Malformed") {
         expect(input.message).toMatch(/^upstream sent a malformed chunk \(\S+: expected .+, got .+\)/)
       }
-      const events = Mapper.feedAll([input, Mapper.END])
+      const events = feedAll([input, Mapper.END])
       expect(events.filter(RunEvent.isTerminal)).toHaveLength(1)
       expect(RunEvent.isTerminal(events.at(-1)!)).toBe(true)
     },
