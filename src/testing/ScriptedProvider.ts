@@ -29,6 +29,11 @@ export interface ScriptedRun {
   readonly request: SubmitRunRequest
   /** Delivers `events` as one batch; a terminal event among them ends the run (the events after it are dropped). */
   readonly emit: (...events: ReadonlyArray<RunEvent.RunEvent>) => Effect.Effect<void>
+  /**
+   * The upstream accepted the run (answered 200) before its first event: the edge starts the response (headers,
+   * the API's opening event, keep-alives) without waiting for output.
+   */
+  readonly accept: Effect.Effect<void>
   /** A content delta. */
   readonly text: (text: string) => Effect.Effect<void>
   /** The terminal `Complete` (`finish_reason: "stop"`, with `usage` when given): the run ends. */
@@ -76,11 +81,11 @@ const build = (steps: ReadonlyArray<Step.Step> | undefined): Effect.Effect<Scrip
           state = "ended"
           sink.end()
         }
+        // As a provider does: the batch goes whole (the run's channel drops what follows a terminal event).
         const deliver = (events: ReadonlyArray<RunEvent.RunEvent>) => {
           if (state !== "running" || events.length === 0) return
-          const terminal = events.findIndex(RunEvent.isTerminal)
-          sink.emit(terminal < 0 ? events : events.slice(0, terminal + 1))
-          if (terminal >= 0) finish()
+          sink.emit(events)
+          if (events.some(RunEvent.isTerminal)) finish()
         }
         yield* Effect.addFinalizer(() =>
           Effect.sync(() => {
@@ -94,6 +99,9 @@ const build = (steps: ReadonlyArray<Step.Step> | undefined): Effect.Effect<Scrip
         const run: ScriptedRun = {
           request,
           emit,
+          accept: Effect.sync(() => {
+            if (state === "running") sink.accept()
+          }),
           text: (text) => emit(RunEvent.delta(text)),
           complete: (usage) => emit(Step.complete(usage)),
           fail: (reason) => emit(Step.fail(reason)),
