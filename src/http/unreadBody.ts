@@ -8,10 +8,16 @@ import type { IncomingMessage } from "node:http"
  * A response to a request whose body was not read to its end (refused before
  * or while reading it: 413, 401, 403, 503). Closing the socket while the
  * client still sends makes its kernel reset the connection, and a client that
- * reads only once it has written gets `EPIPE` instead of the answer. So the
- * answer says `Connection: close`, its bytes are written, the rest of the body
- * is read and dropped (bounded in bytes and time), and only then does the
- * response end and Node close the connection.
+ * reads only once it has written gets `EPIPE` instead of the answer (the reset
+ * may even drop the answer it had received). So the answer says
+ * `Connection: close`, its bytes are written, the rest of the body is read and
+ * dropped (bounded in bytes and time), and only then does the response end and
+ * Node close the connection.
+ *
+ * The answer is written first rather than after the discard: a client that
+ * reads while it sends sees it at once and can stop sending; one that reads
+ * only afterwards finds it waiting in its socket. Either way the connection is
+ * never closed before the discard ended, which is what keeps the reset away.
  */
 
 export type UnreadPlan =
@@ -22,8 +28,13 @@ export type UnreadPlan =
   /** More is declared than would be discarded: answer with `Connection: close` and close at once. */
   | { readonly _tag: "Close" }
 
-/** How much of a refused body is read and dropped: 2× the limit, at least 8 MiB. */
-export const discardBudget = (limit: number): number => Math.max(2 * limit, 8 * 1024 * 1024)
+/**
+ * How much of a refused body is read and dropped: 16× the limit, at least 64 MiB. Generous, so that realistic
+ * oversize uploads (a 10 or 50 MB prompt, an inlined file) still get their 413 rather than a reset; reading and
+ * dropping costs no memory, only the bytes' transfer, and `requestTimeoutMs` bounds it in time. A body declared
+ * larger than this is answered and its connection closed without reading it.
+ */
+export const discardBudget = (limit: number): number => Math.max(16 * limit, 64 * 1024 * 1024)
 
 export const planUnread = (request: {
   readonly headers: Readonly<Record<string, string | undefined>>

@@ -1,5 +1,4 @@
 import * as Either from "effect/Either"
-import * as Schema from "effect/Schema"
 import {
   buildChatRequest,
   type ChatRequestLimits,
@@ -9,28 +8,14 @@ import {
 import { ModelNotFound } from "../../chat/errors.js"
 import type { ReasoningField } from "../../chat/policy.js"
 import { type EdgeConfigShape, findModel, type ModelOptions } from "../../config/EdgeConfig.js"
-import { clip, primaryIssue } from "../../config/parseIssues.js"
-import { InvalidRequest } from "../../http/errors.js"
+import type { InvalidRequest } from "../../http/errors.js"
+import { decodeJsonBody } from "../../http/jsonBody.js"
 import { ChatCompletionRequest } from "./wire.js"
 
-const decodeWire = Schema.decodeUnknownEither(ChatCompletionRequest, { errors: "all" })
-
 /** Parses and decodes the body; an error names the offending field in a few hundred characters, never quoting its value. */
-export const decodeBody = (text: string): Either.Either<ChatCompletionRequest, InvalidRequest> => {
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (e) {
-    const detail = clip(e instanceof Error ? e.message : String(e), 200)
-    return Either.left(new InvalidRequest({ message: `request body is not valid JSON: ${detail}`, param: null }))
-  }
-  return Either.mapLeft(decodeWire(json), (error) => {
-    const first = primaryIssue(error)
-    const param = first === undefined || first.path === "" ? null : first.path
-    const message = first === undefined ? "invalid request" : param === null ? first.message : `${param}: ${first.message}`
-    return new InvalidRequest({ message, param })
-  })
-}
+export const decodeBody: (text: string) => Either.Either<ChatCompletionRequest, InvalidRequest> = decodeJsonBody(
+  ChatCompletionRequest
+)
 
 const REASONING_FIELDS: ReadonlyArray<ReasoningField> = ["reasoning_content", "reasoning", "both"]
 const isReasoningField = (s: string | undefined): s is ReasoningField => REASONING_FIELDS.some((f) => f === s)

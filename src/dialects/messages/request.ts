@@ -1,9 +1,9 @@
 import * as Either from "effect/Either"
-import * as Schema from "effect/Schema"
 import { buildChatRequest, type ChatRequestLimits, type DialectRequest } from "../../chat/buildChatRequest.js"
 import type { ModelOptions } from "../../config/EdgeConfig.js"
-import { clip, primaryIssue } from "../../config/parseIssues.js"
+import { clip } from "../../config/parseIssues.js"
 import { InvalidRequest } from "../../http/errors.js"
+import { decodeJsonBody } from "../../http/jsonBody.js"
 import type { ChatMessage, ContentPart, FunctionTool, MessageToolCall, ToolChoice } from "../../run/SubmitRunRequest.js"
 import { RAW_ARGUMENTS_KEY } from "./render.js"
 import {
@@ -28,27 +28,9 @@ import {
  * leaving it out changes nothing the model could use (server tools, unknown block types), left out with a note.
  */
 
-const decodeWith = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema, { errors: "all" })
-  return (text: string): Either.Either<A, InvalidRequest> => {
-    let json: unknown
-    try {
-      json = JSON.parse(text)
-    } catch {
-      // The parser's message quotes the body: not repeated.
-      return Either.left(new InvalidRequest({ message: "request body is not valid JSON", param: null }))
-    }
-    return Either.mapLeft(decode(json), (error) => {
-      const first = primaryIssue(error)
-      const param = first === undefined || first.path === "" ? null : first.path
-      const message = first === undefined ? "invalid request" : param === null ? first.message : `${param}: ${first.message}`
-      return new InvalidRequest({ message, param })
-    })
-  }
-}
-
-export const decodeBody = decodeWith(MessagesRequest)
-export const decodeCountTokens = decodeWith(CountTokensRequest)
+/** Parses and decodes the body (`/v1/messages`, `/v1/messages/count_tokens`); errors name the field. */
+export const decodeBody = decodeJsonBody(MessagesRequest)
+export const decodeCountTokens = decodeJsonBody(CountTokensRequest)
 
 const refuse = (param: string, why: string): InvalidRequest => new InvalidRequest({ message: `${param}: ${why}`, param })
 

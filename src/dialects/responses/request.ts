@@ -1,10 +1,9 @@
 import * as Either from "effect/Either"
-import type * as ParseResult from "effect/ParseResult"
-import * as Schema from "effect/Schema"
 import { buildChatRequest, type ChatRequestLimits, type DialectRequest } from "../../chat/buildChatRequest.js"
 import type { ModelOptions } from "../../config/EdgeConfig.js"
-import { clip, primaryIssue } from "../../config/parseIssues.js"
+import { clip } from "../../config/parseIssues.js"
 import { InvalidRequest } from "../../http/errors.js"
+import { decodeValue, parseBody } from "../../http/jsonBody.js"
 import type { FunctionTool, JsonObject, SamplingParams, ToolChoice } from "../../run/SubmitRunRequest.js"
 import { toChatMessages } from "./input.js"
 import {
@@ -36,30 +35,16 @@ import {
 
 const fail = (message: string, param: string | null) => Either.left(new InvalidRequest({ message, param }))
 
-/** A decode error under `root` (`input[3]`), as a 400 naming the deepest offending field. */
-const issueOf = (error: ParseResult.ParseError, root: string): InvalidRequest => {
-  const first = primaryIssue(error, root)
-  const param = first === undefined || first.path === "" ? (root === "" ? null : root) : first.path
-  const message = first === undefined ? "invalid request" : param === null ? first.message : `${param}: ${first.message}`
-  return new InvalidRequest({ message, param })
-}
-
-const decoder = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema, { errors: "all" })
-  return (value: unknown, root: string): Either.Either<A, InvalidRequest> =>
-    Either.mapLeft(decode(value), (e) => issueOf(e, root))
-}
-
-const decodeWire = decoder(ResponsesRequestWire)
-const decodeMessage = decoder(MessageItem)
-const decodeFunctionCall = decoder(FunctionCallItem)
-const decodeFunctionCallOutput = decoder(FunctionCallOutputItem)
-const decodeCustomToolCall = decoder(CustomToolCallItem)
-const decodeCustomToolCallOutput = decoder(CustomToolCallOutputItem)
-const decodeReasoning = decoder(ReasoningItem)
-const decodeFunctionTool = decoder(FunctionToolWire)
-const decodeChoiceFunction = decoder(ToolChoiceFunction)
-const decodeChoiceAllowed = decoder(ToolChoiceAllowed)
+const decodeWire = decodeValue(ResponsesRequestWire)
+const decodeMessage = decodeValue(MessageItem)
+const decodeFunctionCall = decodeValue(FunctionCallItem)
+const decodeFunctionCallOutput = decodeValue(FunctionCallOutputItem)
+const decodeCustomToolCall = decodeValue(CustomToolCallItem)
+const decodeCustomToolCallOutput = decodeValue(CustomToolCallOutputItem)
+const decodeReasoning = decodeValue(ReasoningItem)
+const decodeFunctionTool = decodeValue(FunctionToolWire)
+const decodeChoiceFunction = decodeValue(ToolChoiceFunction)
+const decodeChoiceAllowed = decodeValue(ToolChoiceAllowed)
 
 const STORED = "this edge stores no responses: send the whole conversation in input"
 
@@ -155,15 +140,9 @@ const all = <A, B>(items: ReadonlyArray<A>, f: (a: A, i: number) => Either.Eithe
 }
 
 /** Parses and decodes the body; an error names the offending field in a few hundred characters, never quoting its value. */
-export const decodeBody = (text: string): Either.Either<ResponsesRequest, InvalidRequest> => {
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (e) {
-    const detail = clip(e instanceof Error ? e.message : String(e), 200)
-    return fail(`request body is not valid JSON: ${detail}`, null)
-  }
-  return Either.gen(function* () {
+export const decodeBody = (text: string): Either.Either<ResponsesRequest, InvalidRequest> =>
+  Either.gen(function* () {
+    const json = yield* parseBody(text)
     const wire = yield* decodeWire(json, "")
     const refused = refusal(wire)
     if (refused !== undefined) return yield* Either.left(refused)
@@ -174,7 +153,6 @@ export const decodeBody = (text: string): Either.Either<ResponsesRequest, Invali
     const tools = yield* all(wire.tools ?? [], decodeTool)
     return { ...wire, input, tools }
   })
-}
 
 // ---------------------------------------------------------------------------
 // translation
