@@ -200,15 +200,30 @@ export const makeNode = (
     })
   })
 
+export interface WireMessage {
+  readonly bytes: number
+  readonly batch: ReadonlyArray<RunEvent.RunEvent>
+  readonly seq: number
+  readonly accepted: boolean
+  readonly end: boolean
+}
+
 /** Records the run-events messages an edge receives, as they are on the wire (not the node's replies, sent there too). */
 export const spyEvents = (conn: NatsBus.NatsConnection.Service, edgeId: string) =>
   Effect.gen(function* () {
-    const messages: Array<{ readonly bytes: number; readonly batch: ReadonlyArray<RunEvent.RunEvent> }> = []
+    const messages: Array<WireMessage> = []
     const subject = P.subjects(conn.subjectPrefix).events(edgeId, "*", "*")
     yield* conn.subscribeCallback(subject, (msg: Msg) => {
       if (P.decode.runReply(msg.data)._tag === "Ok") return
       const decoded = decodeRunEvents(msg.data)
-      messages.push({ bytes: msg.data.length, batch: decoded._tag === "Ok" ? decoded.value.events : [] })
+      const m = decoded._tag === "Ok" ? decoded.value : undefined
+      messages.push({
+        bytes: msg.data.length,
+        batch: m?.events ?? [],
+        seq: m?.seq ?? -1,
+        accepted: m?.accepted === true,
+        end: m?.end === true
+      })
     }, () => {}).pipe(Effect.orDie)
     // The server has the interest before anything is published.
     yield* conn.flush.pipe(Effect.orDie)
