@@ -64,18 +64,33 @@ export class Recorder implements RunSink {
   private readonly waiters: Array<{ readonly n: number; readonly ready: Deferred.Deferred<void> }> = []
   private ended = false
 
+  /** The sink's calls, in order (one `emit` per batch). */
+  readonly calls: Array<"accept" | "emit" | "end" | "fail"> = []
+  private readonly acceptedNow = Deferred.unsafeMake<void>(FiberId.none)
+
   readonly emit = (events: ReadonlyArray<RunEvent.RunEvent>): boolean => {
     if (this.ended) return true
+    this.calls.push("emit")
     this.batches.push([...events])
     this.wake()
     return true
   }
   accepted = false
   readonly accept = (): void => {
+    this.calls.push("accept")
     this.accepted = true
+    Deferred.unsafeDone(this.acceptedNow, Exit.void)
   }
-  readonly end = (): void => this.finish("end")
-  readonly fail = (error: RunError): void => this.finish(error)
+  /** Waits until `accept` was called. */
+  readonly acceptedYet: Effect.Effect<void> = Effect.suspend(() => Deferred.await(this.acceptedNow))
+  readonly end = (): void => {
+    this.calls.push("end")
+    this.finish("end")
+  }
+  readonly fail = (error: RunError): void => {
+    this.calls.push("fail")
+    this.finish(error)
+  }
   readonly onReady = (): void => {}
 
   get events(): ReadonlyArray<RunEvent.RunEvent> {
