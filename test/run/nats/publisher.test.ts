@@ -70,10 +70,10 @@ describe("RunPublisher", () => {
     expect(publisher.emit([RunEvent.delta("b".repeat(500))])).toBe(false)
     let resumed = 0
     publisher.onReady(() => void (resumed += 1))
-    publisher.credit(sent[0]!.bytes + 10)
+    publisher.credit((sent[0]?.bytes ?? 0) + 10)
     expect(sent).toHaveLength(2)
     expect(resumed).toBe(0)
-    publisher.credit(sent[0]!.bytes + sent[1]!.bytes + 10)
+    publisher.credit((sent[0]?.bytes ?? 0) + (sent[1]?.bytes ?? 0) + 10)
     expect(resumed).toBe(1)
   })
 
