@@ -144,11 +144,16 @@ describe("NATS transport: batches and payload limits", () => {
       expect(fake.connections()).toBeLessThanOrEqual(2)
     }).pipe(Effect.provide(NodeHttpClient.dispatcherLayer)))
 
-  it.scopedLive("a provider that ends without a terminal event: the edge gets Failed, not silence", () =>
+  it.scopedLive("a provider that ends without a terminal event: the edge's sink gets its deltas, then end() (no invented Failed)", () =>
     Effect.gen(function* () {
-      const { edge } = yield* setUp({ cut: scripted([[RunEvent.delta("half")]]) })
+      const { edge } = yield* setUp({ cut: scripted([[RunEvent.delta("half")], [RunEvent.delta(" way")]]) })
+      const wire = yield* spyEvents(edge.conn, edge.edgeId)
       const sink = yield* runToEnd(edge, "cut")
-      expect(sink.events).toEqual([RunEvent.delta("half"), RunEvent.failed("provider ended the run without completing it")])
+      // The run's channel turns this end into StreamClosed, as on the embedded node.
+      expect(yield* sink.done).toBe("end")
+      expect(sink.events).toEqual([RunEvent.delta("half"), RunEvent.delta(" way")])
+      yield* waitFor(Effect.sync(() => wire.length), (n) => n >= 1)
+      expect(wire.at(-1)?.end).toBe(true)
     }))
 
   it.scopedLive("a 2 MiB delta (and a 1.2 MiB reasoning delta) arrive whole, in messages within max_payload", () =>
@@ -230,17 +235,20 @@ describe("NATS transport: batches and payload limits", () => {
       yield* conn.subscribeCallback(S.leave, () => void leaves.push("leave"), () => {}).pipe(Effect.orDie)
       // RunStarts sent by hand, to events subjects nobody subscribes to.
       const startRaw = (runId: string, model: string) =>
-        conn.request(
-          S.run("n1"),
-          Either.getOrThrow(P.encode.runStart({
-            v,
-            runId: RunId.make(runId),
-            edgeId: "ghost",
-            request: request("go", model),
-            eventsSubject: `${bus.nats.subjectPrefix}.nobody.${runId}`
-          })),
-          10_000
-        ).pipe(Effect.map((msg) => P.decode.runReply(msg.data)), Effect.orDie)
+        Effect.promise(() =>
+          conn.client.request(
+            S.run("n1"),
+            Either.getOrThrow(P.encode.runStart({
+              v,
+              runId: RunId.make(runId),
+              edgeId: "ghost",
+              request: request("go", model),
+              eventsSubject: `${bus.nats.subjectPrefix}.nobody.${runId}`,
+              window: 1024 * 1024 * 1024
+            })),
+            { timeout: 10_000 }
+          )
+        ).pipe(Effect.map((msg) => P.decode.runReply(msg.data)))
       const N = 16
       const ids = Array.from({ length: N }, (_, i) => `run_flood${i}`)
       const replies = yield* Effect.forEach([...ids.map((id) => startRaw(id, "flood")), startRaw("run_stuck", "stuck")], (x) => x, { concurrency: "unbounded" })

@@ -64,18 +64,33 @@ export class Recorder implements RunSink {
   private readonly waiters: Array<{ readonly n: number; readonly ready: Deferred.Deferred<void> }> = []
   private ended = false
 
+  /** The sink's calls, in order (one `emit` per batch). */
+  readonly calls: Array<"accept" | "emit" | "end" | "fail"> = []
+  private readonly acceptedNow = Deferred.unsafeMake<void>(FiberId.none)
+
   readonly emit = (events: ReadonlyArray<RunEvent.RunEvent>): boolean => {
     if (this.ended) return true
+    this.calls.push("emit")
     this.batches.push([...events])
     this.wake()
     return true
   }
   accepted = false
   readonly accept = (): void => {
+    this.calls.push("accept")
     this.accepted = true
+    Deferred.unsafeDone(this.acceptedNow, Exit.void)
   }
-  readonly end = (): void => this.finish("end")
-  readonly fail = (error: RunError): void => this.finish(error)
+  /** Waits until `accept` was called. */
+  readonly acceptedYet: Effect.Effect<void> = Effect.suspend(() => Deferred.await(this.acceptedNow))
+  readonly end = (): void => {
+    this.calls.push("end")
+    this.finish("end")
+  }
+  readonly fail = (error: RunError): void => {
+    this.calls.push("fail")
+    this.finish(error)
+  }
   readonly onReady = (): void => {}
 
   get events(): ReadonlyArray<RunEvent.RunEvent> {
@@ -200,15 +215,30 @@ export const makeNode = (
     })
   })
 
+export interface WireMessage {
+  readonly bytes: number
+  readonly batch: ReadonlyArray<RunEvent.RunEvent>
+  readonly seq: number
+  readonly accepted: boolean
+  readonly end: boolean
+}
+
 /** Records the run-events messages an edge receives, as they are on the wire (not the node's replies, sent there too). */
 export const spyEvents = (conn: NatsBus.NatsConnection.Service, edgeId: string) =>
   Effect.gen(function* () {
-    const messages: Array<{ readonly bytes: number; readonly batch: ReadonlyArray<RunEvent.RunEvent> }> = []
+    const messages: Array<WireMessage> = []
     const subject = P.subjects(conn.subjectPrefix).events(edgeId, "*", "*")
     yield* conn.subscribeCallback(subject, (msg: Msg) => {
       if (P.decode.runReply(msg.data)._tag === "Ok") return
       const decoded = decodeRunEvents(msg.data)
-      messages.push({ bytes: msg.data.length, batch: decoded._tag === "Ok" ? decoded.value.events : [] })
+      const m = decoded._tag === "Ok" ? decoded.value : undefined
+      messages.push({
+        bytes: msg.data.length,
+        batch: m?.events ?? [],
+        seq: m?.seq ?? -1,
+        accepted: m?.accepted === true,
+        end: m?.end === true
+      })
     }, () => {}).pipe(Effect.orDie)
     // The server has the interest before anything is published.
     yield* conn.flush.pipe(Effect.orDie)

@@ -43,7 +43,8 @@ describe("protocol", () => {
       runId,
       edgeId: "e1",
       request: { ...request("hi"), tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] },
-      eventsSubject: "iop.edge.e1.events.run_abc"
+      eventsSubject: "iop.edge.e1.events.run_abc",
+      window: 256 * 1024
     }
     expect(roundTrip(P.encode.runStart, P.decode.runStart, start)).toEqual({ _tag: "Ok", value: start })
 
@@ -59,11 +60,17 @@ describe("protocol", () => {
       RunEvent.failed("boom"),
       RunEvent.cancelled("bye")
     ]
-    const batches = [events, [], events.slice(0, 1)]
-    batches.forEach((batch, seq) => {
-      const msg: P.RunEventsMsg = { v: P.PROTOCOL_VERSION, runId, seq, events: batch }
-      expect(decodeRunEvents(encodeRunEvents(msg))).toEqual({ _tag: "Ok", value: msg })
-    })
+    const messages: ReadonlyArray<P.RunEventsMsg> = [
+      { v: P.PROTOCOL_VERSION, runId, seq: 0, accepted: true, events: [] },
+      { v: P.PROTOCOL_VERSION, runId, seq: 1, events },
+      { v: P.PROTOCOL_VERSION, runId, seq: 2, events: [] },
+      { v: P.PROTOCOL_VERSION, runId, seq: 3, accepted: true, events: events.slice(0, 1) },
+      { v: P.PROTOCOL_VERSION, runId, seq: 4, end: true, events: events.slice(0, 1) },
+      { v: P.PROTOCOL_VERSION, runId, seq: 5, accepted: false, end: false, events: [] }
+    ]
+    for (const msg of messages) expect(decodeRunEvents(encodeRunEvents(msg))).toEqual({ _tag: "Ok", value: msg })
+    const credit: P.RunCredit = { v: P.PROTOCOL_VERSION, runId, granted: 3 * 256 * 1024 }
+    expect(roundTrip(P.encode.runCredit, P.decode.runCredit, credit)).toEqual({ _tag: "Ok", value: credit })
     const replies: ReadonlyArray<P.RunReply> = [
       { _tag: "RunAccepted", v: P.PROTOCOL_VERSION },
       { _tag: "RunRefused", v: P.PROTOCOL_VERSION, reason: "at capacity" }
@@ -103,6 +110,10 @@ describe("protocol", () => {
       (m) => ({ ...m, events: [{ _tag: "Failed", message: "x", upstream: { status: "400", message: "m" } }] }),
       (m) => ({ ...m, events: [{ _tag: "Cancelled" }] }),
       (m) => ({ ...m, events: [null] }),
+      (m) => ({ ...m, accepted: "yes" }),
+      (m) => ({ ...m, accepted: 1 }),
+      (m) => ({ ...m, end: null }),
+      (m) => ({ ...m, end: "true" }),
       (m) => ({ ...m, events: [{ _tag: "Delta", text: "x", logprobs: [{ token: "x", logprob: "low" }] }] }),
       (m) => ({ ...m, events: [{ _tag: "Delta", text: "x", logprobs: [{ token: "x", logprob: 0, topLogprobs: [{}] }] }] })
     ]
@@ -130,17 +141,32 @@ describe("protocol", () => {
 
   it("another protocol version is rejected whole, not half-read", () => {
     const msg = { runId: "r", seq: 0, events: [{ _tag: "Delta", text: "x" }] }
-    expect(P.PROTOCOL_VERSION).toBe(2)
-    expect(decodeRunEvents(bytes({ ...msg, v: 3 }))).toEqual({ _tag: "UnsupportedVersion", version: 3 })
+    expect(P.PROTOCOL_VERSION).toBe(3)
+    expect(decodeRunEvents(bytes({ ...msg, v: 4 }))).toEqual({ _tag: "UnsupportedVersion", version: 4 })
     expect(decodeRunEvents(bytes(msg))).toEqual({ _tag: "UnsupportedVersion", version: undefined })
-    expect(decodeRunEvents(bytes({ ...msg, v: "2" }))._tag).toBe("UnsupportedVersion")
-    expect(decodeRunEvents(bytes({ ...msg, v: 2 }))._tag).toBe("Ok")
-    // A version 1 node's one-event message, and a version 1 edge's RunStart, are refused as such.
+    expect(decodeRunEvents(bytes({ ...msg, v: "3" }))._tag).toBe("UnsupportedVersion")
+    expect(decodeRunEvents(bytes({ ...msg, v: 3 }))._tag).toBe("Ok")
+    // A version 2 node's message (no credit: it would flood a stalled edge) is refused as such.
+    const v2 = decodeRunEvents(bytes({ ...msg, v: 2 }))
+    expect(v2).toEqual({ _tag: "UnsupportedVersion", version: 2 })
+    expect(v2._tag !== "Ok" && P.describeRejection(v2)).toBe("unsupported protocol version 2")
+    // A version 1 node's one-event message, and a version 2 edge's RunStart (no window), are refused as such.
     const v1 = decodeRunEvents(bytes({ v: 1, runId: "r", seq: 0, event: { _tag: "Delta", text: "x" } }))
     expect(v1).toEqual({ _tag: "UnsupportedVersion", version: 1 })
-    expect(v1._tag !== "Ok" && P.describeRejection(v1)).toBe("unsupported protocol version 1")
-    const start = P.decode.runStart(bytes({ v: 1, runId: "r", edgeId: "e", request: request("hi"), eventsSubject: "s" }))
-    expect(start._tag !== "Ok" && P.describeRejection(start)).toBe("unsupported protocol version 1")
+    const start = P.decode.runStart(bytes({ v: 2, runId: "r", edgeId: "e", request: request("hi"), eventsSubject: "s" }))
+    expect(start._tag !== "Ok" && P.describeRejection(start)).toBe("unsupported protocol version 2")
+    const credit = P.decode.runCredit(bytes({ v: 2, runId: "r", granted: 1 }))
+    expect(credit._tag !== "Ok" && P.describeRejection(credit)).toBe("unsupported protocol version 2")
+  })
+
+  it("a RunStart needs a positive window; a RunCredit a cumulative byte count", () => {
+    const v = P.PROTOCOL_VERSION
+    const start = { v, runId: "r", edgeId: "e", request: request("hi"), eventsSubject: "s" }
+    expect(P.decode.runStart(bytes(start))).toMatchObject({ _tag: "Invalid", message: expect.stringMatching(/window/) })
+    for (const window of [0, -1, 1.5, "1"]) expect(P.decode.runStart(bytes({ ...start, window }))._tag).toBe("Invalid")
+    expect(P.decode.runStart(bytes({ ...start, window: 1 }))._tag).toBe("Ok")
+    for (const granted of [-1, 0.5, "9", null]) expect(P.decode.runCredit(bytes({ v, runId: "r", granted }))._tag).toBe("Invalid")
+    expect(P.decode.runCredit(bytes({ v, runId: "r", granted: 0 }))._tag).toBe("Ok")
   })
 
   it("a message failing its schema is Invalid and names the field", () => {
@@ -178,6 +204,9 @@ describe("protocol", () => {
     const s = P.subjects("iop")
     expect(s.run("gpu-1")).toBe("iop.node.gpu-1.run")
     expect(s.cancel("gpu-1")).toBe("iop.node.gpu-1.cancel")
+    expect(s.credit("gpu-1")).toBe("iop.node.gpu-1.credit")
+    // The node's one inbox subscription hears its RunStarts, RunCancels and RunCredits, in order.
+    expect(s.nodeInbox("gpu-1")).toBe("iop.node.gpu-1.*")
     expect(s.events("e1", "run_x", "gpu-1")).toBe("iop.edge.e1.events.run_x.gpu-1")
     expect([s.announce, s.leave, s.edgeHeartbeat]).toEqual(["iop.nodes.announce", "iop.nodes.leave", "iop.edges.heartbeat"])
     expect(P.isSubjectToken("gpu-1")).toBe(true)
@@ -318,11 +347,12 @@ describe("fitting a batch into messages", () => {
 
     it("an entry too big for a message of its own loses its alternatives, then its token, never its place", () => {
       const big: RunEvent.TokenLogprob = { token: "x".repeat(300), logprob: -1, topLogprobs: [{ token: "y".repeat(300), logprob: -2 }] }
-      const out = P.fitBatch(runId, [RunEvent.deltaWithLogprobs("x".repeat(300), [big])], 400).flat()
+      // Room for events at 440 bytes: 95 (the envelope with its `accepted` and `end` flags, and the headroom, kept).
+      const out = P.fitBatch(runId, [RunEvent.deltaWithLogprobs("x".repeat(300), [big])], 440).flat()
       expect(textOf(out)).toBe("x".repeat(300))
       expect(entriesOf(out)).toEqual([{ token: "", logprob: -1, chars: 300 }])
       const small: RunEvent.TokenLogprob = { ...big, token: "x" }
-      const kept = P.fitBatch(runId, [RunEvent.deltaWithLogprobs("x".repeat(300), [small])], 400).flat()
+      const kept = P.fitBatch(runId, [RunEvent.deltaWithLogprobs("x".repeat(300), [small])], 440).flat()
       expect(entriesOf(kept)).toEqual([{ token: "x", logprob: -1 }])
     })
   })

@@ -7,12 +7,13 @@ import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import { randomBytes } from "node:crypto"
-import { NodeUnavailable, RunRequestTooLarge } from "../../errors.js"
+import { NodeDisconnected, NodeUnavailable, RunRequestTooLarge } from "../../errors.js"
 import { type NodeConnection, NodeRegistry } from "../../NodeRegistry.js"
 import * as RunEvent from "../../RunEvent.js"
 import type { NodeId, RunId } from "../../RunEvent.js"
@@ -22,6 +23,7 @@ import type { BusConfig } from "./BusConfig.js"
 import type { BusConnectFailed, BusError } from "./NatsBus.js"
 import * as NatsBus from "./NatsBus.js"
 import { NatsConnection } from "./NatsBus.js"
+import * as C from "./credit.js"
 import { decodeRunEvents } from "./eventsWire.js"
 import * as P from "./protocol.js"
 
@@ -41,17 +43,23 @@ export interface RemoteNode {
  * then its events arrive in order on one subscription (and the server's "no
  * responders" too); a refusal, no reply in time or a request too big for the
  * bus fails with NodeUnavailable. Each message is decoded once and
- * sequence-checked, and its batch goes into the sink as it came; an
- * unreadable message, another run's, or a lost or repeated one ends the run
- * with Failed instead of emitting wrong text. Closing the scope before the
- * node sent a terminal event (the caller left, the run was not trusted, a
- * late accept after a timeout) sends RunCancel, which aborts the node's
- * upstream request.
+ * sequence-checked, and goes into the sink as it came (`accepted`, its batch
+ * whole, then `end`): the run's channel is the one terminator. An unreadable
+ * message, another run's, or a lost or repeated one ends the run with Failed
+ * instead of emitting wrong text; a lost subscription is the node's loss
+ * (`NodeDisconnected`). The node publishes within the credit this side grants
+ * (credit.ts): a message the sink took is consumed at once, and after one it
+ * did not (`emit` answered `false`), granting waits for the sink's `onReady`.
+ * Closing the scope before the node finished (the caller left, the run was
+ * not trusted, a late accept after a timeout) sends RunCancel, which aborts
+ * the node's upstream request.
  */
 export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => {
   const S = P.subjects(bus.subjectPrefix)
   const runSubject = S.run(remote.nodeId)
   const cancelSubject = S.cancel(remote.nodeId)
+  const creditSubject = S.credit(remote.nodeId)
+  const window = C.CREDIT_WINDOW
   const unavailable = (reason: string) => new NodeUnavailable({ nodeId: remote.nodeId, reason })
   return (
     runId: RunId,
@@ -60,7 +68,14 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
   ): Effect.Effect<void, NodeUnavailable | RunRequestTooLarge, Scope.Scope> =>
     Effect.suspend((): Effect.Effect<void, NodeUnavailable | RunRequestTooLarge, Scope.Scope> => {
       const eventsSubject = S.events(remote.edgeId, runId, remote.nodeId)
-      const start = P.encode.runStart({ v: P.PROTOCOL_VERSION, runId, edgeId: remote.edgeId, request, eventsSubject })
+      const start = P.encode.runStart({
+        v: P.PROTOCOL_VERSION,
+        runId,
+        edgeId: remote.edgeId,
+        request,
+        eventsSubject,
+        window
+      })
       if (Either.isLeft(start)) return Effect.fail(unavailable(`cannot encode the run: ${start.left}`))
       const maxPayload = bus.maxPayload()
       if (start.right.length > maxPayload) {
@@ -68,16 +83,24 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
         return Effect.fail(new RunRequestTooLarge({ bytes: start.right.length, limit: maxPayload }))
       }
 
-      // Plain state: every callback below runs synchronously on the client's callback.
+      // Plain state: every callback below runs synchronously on the client's callback (or the sink's).
       let seq = P.initial()
-      // The node finished the run (sent a terminal event) or never took it: nothing to cancel then.
+      // The node finished the run (sent its terminal event or its last message) or never took it: nothing to cancel.
       let nodeDone = false
-      // The sink has its terminal event: later messages are dropped.
+      // The sink was ended or failed: later messages are dropped, no credit is granted.
       let closed = false
+      // Credit: bytes of run-events messages the sink took, of those it took while behind, and granted in all.
+      let consumed = 0
+      let held = 0
+      let granted = window
+      // The sink answered `false`: granting waits for its `onReady`.
+      let behind = false
       // Until the node's answer came: how to hand it to the waiting start.
       let answer: ((outcome: Effect.Effect<void, NodeUnavailable>) => void) | undefined
       let answered = false
       let timer: ReturnType<typeof setTimeout> | undefined
+      // For the log line of a lost subscription (a callback has no fiber): the run's, with its annotations.
+      let log: ((effect: Effect.Effect<void>) => void) | undefined
       const settle = (outcome: Effect.Effect<void, NodeUnavailable>) => {
         if (answered) return
         answered = true
@@ -99,6 +122,20 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
         sink.emit([RunEvent.failed(message)])
         sink.end()
       }
+      const grant = () => {
+        const next = C.regrant(consumed, granted, window)
+        if (next === granted) return
+        granted = next
+        const credit = P.encode.runCredit({ v: P.PROTOCOL_VERSION, runId, granted })
+        // Not sent (the connection is closing): the node waits, and node loss or the watchdogs end the run.
+        if (Either.isRight(credit)) bus.unsafePublish(creditSubject, credit.right)
+      }
+      const ready = () => {
+        behind = false
+        consumed += held
+        held = 0
+        if (!closed) grant()
+      }
       const onReply = (msg: Msg) => {
         if (NatsBus.isNoResponders(msg)) {
           nodeDone = true
@@ -117,24 +154,41 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
         if (decoded._tag !== "Ok") {
           return endWith(`node ${remote.nodeId} sent an unreadable event: ${P.describeRejection(decoded)}`)
         }
-        if (decoded.value.runId !== runId) return endWith(`node ${remote.nodeId} sent an event of another run`)
-        const next = P.accept(seq, decoded.value.seq)
+        const m = decoded.value
+        if (m.runId !== runId) return endWith(`node ${remote.nodeId} sent an event of another run`)
+        const next = P.accept(seq, m.seq)
         if (next._tag !== "Ok") return endWith(P.describeSeqError(next))
         seq = next.state
-        const events = decoded.value.events
-        const terminal = events.findIndex(RunEvent.isTerminal)
-        if (terminal === -1) {
-          if (events.length > 0) sink.emit(events)
-          return
+        if (m.accepted === true) sink.accept()
+        const events = m.events
+        // Noted, never acted on: the run's channel stops at its terminal event.
+        if (!nodeDone && (m.end === true || events.some(RunEvent.isTerminal))) nodeDone = true
+        const taken = events.length === 0 || sink.emit(events)
+        if (m.end === true) {
+          closed = true
+          return sink.end()
         }
-        nodeDone = true
-        closed = true
-        sink.emit(terminal === events.length - 1 ? events : events.slice(0, terminal + 1))
-        sink.end()
+        const bytes = msg.data.length
+        if (behind) held += bytes
+        else if (taken) {
+          consumed += bytes
+          grant()
+        } else {
+          held += bytes
+          behind = true
+          sink.onReady(ready)
+        }
       }
       const onError = (e: BusError) => {
         if (!answered) return refused(e.message)
-        endWith(`lost the run's event subscription: ${e.message}`)
+        if (closed) return
+        closed = true
+        log?.(
+          Effect.logWarning("lost the run's event subscription").pipe(
+            Effect.annotateLogs({ runId, nodeId: remote.nodeId, error: e.message })
+          )
+        )
+        sink.fail(new NodeDisconnected({ nodeId: remote.nodeId }))
       }
       const cancel = (exit: Exit.Exit<unknown, unknown>) =>
         nodeDone ? Effect.void : bus.publishEncoded(cancelSubject, P.encode.runCancel, {
@@ -154,7 +208,12 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
           answer = undefined
         })
       })
-      return bus.subscribeCallback(eventsSubject, onMessage, onError).pipe(
+      return Effect.runtime<never>().pipe(
+        Effect.tap((runtime) => {
+          const fork = Runtime.runFork(runtime)
+          log = (effect) => void fork(effect)
+        }),
+        Effect.zipRight(bus.subscribeCallback(eventsSubject, onMessage, onError)),
         Effect.mapError((e) => unavailable(e.message)),
         Effect.zipRight(Effect.addFinalizer(cancel)),
         Effect.zipRight(ask)

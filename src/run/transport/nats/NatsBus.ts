@@ -1,7 +1,6 @@
 import {
   connect,
   credsAuthenticator,
-  errors,
   type Msg,
   type NatsConnection as Client,
   type NodeConnectionOptions
@@ -39,16 +38,6 @@ export class BusError extends Schema.TaggedError<BusError>()("BusError", {
 }) {
   override get message(): string {
     return `NATS ${this.operation} on ${this.subject} failed: ${this.reason}`
-  }
-}
-
-export class BusRequestFailed extends Schema.TaggedError<BusRequestFailed>()("BusRequestFailed", {
-  subject: Schema.String,
-  reason: Schema.Literal("timeout", "no responders", "failed"),
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return `NATS request on ${this.subject} failed: ${this.reason === "failed" ? this.detail : this.reason}`
   }
 }
 
@@ -90,7 +79,6 @@ export declare namespace NatsConnection {
       onMessage: (msg: Msg) => void,
       onError: (error: BusError) => void
     ) => Effect.Effect<void, BusError, Scope.Scope>
-    readonly request: (subject: string, data: Uint8Array, timeoutMs: number) => Effect.Effect<Msg, BusRequestFailed>
     readonly flush: Effect.Effect<void, BusError>
   }
 }
@@ -154,14 +142,6 @@ const close = (client: Client) =>
         Effect.zipRight(Effect.tryPromise(() => client.close()).pipe(Effect.ignore))
       )
   )
-
-const classify = (subject: string, e: unknown): BusRequestFailed => {
-  const noResponders = e instanceof errors.NoRespondersError ||
-    (e instanceof errors.RequestError && e.isNoResponders())
-  if (noResponders) return new BusRequestFailed({ subject, reason: "no responders", detail: reasonOf(e) })
-  if (e instanceof errors.TimeoutError) return new BusRequestFailed({ subject, reason: "timeout", detail: reasonOf(e) })
-  return new BusRequestFailed({ subject, reason: "failed", detail: reasonOf(e) })
-}
 
 /** Connects; drains and closes the connection when the scope closes. */
 export const make = (
@@ -274,12 +254,6 @@ export const make = (
       ).pipe(Effect.asVoid)
     }
 
-    const request = (subject: string, data: Uint8Array, timeoutMs: number) =>
-      Effect.tryPromise({
-        try: () => client.request(subject, data, { timeout: timeoutMs }),
-        catch: (e) => classify(subject, e)
-      })
-
     const flush = Effect.tryPromise({
       try: () => client.flush(),
       catch: (e) => new BusError({ operation: "flush", subject: "", reason: reasonOf(e) })
@@ -294,7 +268,6 @@ export const make = (
       publishEncoded,
       subscribe,
       subscribeCallback,
-      request,
       flush
     } satisfies NatsConnection.Service
   })

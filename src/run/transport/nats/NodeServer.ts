@@ -183,6 +183,12 @@ export const serve = (
       if (run !== undefined) cancelRuns([run])
     }
 
+    const onCredit = (msg: Msg): void => {
+      const decoded = P.decode.runCredit(msg.data)
+      if (decoded._tag !== "Ok") return void runFork(Effect.logDebug("ignored a RunCredit", P.describeRejection(decoded)))
+      runs.get(decoded.value.runId)?.sink.credit(decoded.value.granted)
+    }
+
     const onEdgeHeartbeat = (msg: Msg) =>
       Effect.gen(function* () {
         const decoded = P.decode.edgeHeartbeat(msg.data)
@@ -211,10 +217,19 @@ export const serve = (
     })
 
     const runSubject = S.run(options.nodeId)
-    // One subscription for both, in order: a RunCancel is never handled before its RunStart.
+    const creditSubject = S.credit(options.nodeId)
+    const cancelSubject = S.cancel(options.nodeId)
+    // One subscription for all, in order: a RunCancel or RunCredit is never handled before its RunStart.
     yield* bus.subscribeCallback(
       S.nodeInbox(options.nodeId),
-      (msg) => (msg.subject === runSubject ? onRunStart(msg) : onCancel(msg)),
+      (msg) =>
+        msg.subject === creditSubject
+          ? onCredit(msg)
+          : msg.subject === runSubject
+          ? onRunStart(msg)
+          : msg.subject === cancelSubject
+          ? onCancel(msg)
+          : undefined,
       (e) => runFork(Effect.logError("node inbox subscription ended").pipe(Effect.annotateLogs({ error: e.message })))
     ).pipe(Effect.orDie)
     const edgeBeats = yield* bus.subscribe(S.edgeHeartbeat).pipe(Effect.orDie)

@@ -96,6 +96,12 @@ export const decodeRunEvents = (bytes: Uint8Array): Decoded<RunEventsMsg> => {
   if (typeof seq !== "number" || !Number.isInteger(seq) || seq < 0) {
     return { _tag: "Invalid", message: "seq: expected a non-negative integer" }
   }
+  const accepted = json["accepted"]
+  if (accepted !== undefined && typeof accepted !== "boolean") {
+    return { _tag: "Invalid", message: "accepted: expected a boolean" }
+  }
+  const end = json["end"]
+  if (end !== undefined && typeof end !== "boolean") return { _tag: "Invalid", message: "end: expected a boolean" }
   const events = json["events"]
   if (!Array.isArray(events)) return { _tag: "Invalid", message: "events: expected an array" }
   const checked: Array<RunEvent> = []
@@ -107,7 +113,12 @@ export const decodeRunEvents = (bytes: Uint8Array): Decoded<RunEventsMsg> => {
       return { _tag: "Invalid", message: `events[${i}]${problem.startsWith(":") ? "" : "."}${problem}` }
     }
   }
-  return { _tag: "Ok", value: { v: PROTOCOL_VERSION, runId: RunId.make(runId), seq, events: checked } }
+  const value: RunEventsMsg = { v: PROTOCOL_VERSION, runId: RunId.make(runId), seq, events: checked }
+  if (accepted === undefined && end === undefined) return { _tag: "Ok", value }
+  return {
+    _tag: "Ok",
+    value: { ...value, ...(accepted !== undefined ? { accepted } : {}), ...(end !== undefined ? { end } : {}) }
+  }
 }
 
 /** The message's bytes; events are the edge's own plain values, so their JSON is their wire form. */

@@ -12,8 +12,11 @@ import { SubjectToken } from "./BusConfig.js"
  * the server accepts. Pure: no Effect runtime, no client.
  */
 
-/** 2: a run-events message carries a batch (one provider read), not one event. */
-export const PROTOCOL_VERSION = 2
+/**
+ * 2: a run-events message carries a batch (one provider read), not one event.
+ * 3: credit-based flow control (RunStart's `window`, RunCredit); run-events messages say `accepted` and `end`.
+ */
+export const PROTOCOL_VERSION = 3
 
 const V = Schema.Literal(PROTOCOL_VERSION)
 
@@ -50,7 +53,9 @@ export const RunStart = Schema.Struct({
   runId: RunId,
   edgeId: Schema.String,
   request: SubmitRunRequest,
-  eventsSubject: Schema.String
+  eventsSubject: Schema.String,
+  /** Bytes of run-events messages the node may publish before the edge grants more (see credit.ts). */
+  window: Schema.Int.pipe(Schema.positive())
 })
 export type RunStart = typeof RunStart.Type
 
@@ -61,11 +66,27 @@ export const RunReply = Schema.Union(RunAccepted, RunRefused)
 export type RunReply = typeof RunReply.Type
 
 /**
- * One message of a run's events: a batch, in order; `seq` counts the run's messages (0, 1, 2, …). Read and
- * written by the hot-path codec in eventsWire.ts, held to this schema by a property test.
+ * One message of a run's events: a batch, in order; `seq` counts the run's messages (0, 1, 2, …). `accepted`:
+ * the node's provider accepted the run (its upstream answered), before these events if any. `end`: the node
+ * publishes nothing more for the run (its provider ended, failed or sent a terminal event, or it was stopped).
+ * Read and written by the hot-path codec in eventsWire.ts, held to this schema by a property test.
  */
-export const RunEventsMsg = Schema.Struct({ v: V, runId: RunId, seq: Count, events: Schema.Array(RunEvent) })
+export const RunEventsMsg = Schema.Struct({
+  v: V,
+  runId: RunId,
+  seq: Count,
+  accepted: Schema.optional(Schema.Boolean),
+  end: Schema.optional(Schema.Boolean),
+  events: Schema.Array(RunEvent)
+})
 export type RunEventsMsg = typeof RunEventsMsg.Type
+
+/**
+ * The edge's reader consumed enough of the run: the node may publish run-events messages until their bytes
+ * reach `granted` (a cumulative total: a repeated or late one changes nothing).
+ */
+export const RunCredit = Schema.Struct({ v: V, runId: RunId, granted: Count })
+export type RunCredit = typeof RunCredit.Type
 
 export const RunCancel = Schema.Struct({ v: V, runId: RunId, reason: Schema.String })
 export type RunCancel = typeof RunCancel.Type
@@ -82,7 +103,8 @@ export interface Subjects {
   readonly edgeHeartbeat: string
   readonly run: (nodeId: string) => string
   readonly cancel: (nodeId: string) => string
-  /** Both of a node's inbound subjects, so that a RunCancel is never handled before its RunStart. */
+  readonly credit: (nodeId: string) => string
+  /** All of a node's inbound subjects, so that a RunCancel or RunCredit is never handled before its RunStart. */
   readonly nodeInbox: (nodeId: string) => string
   /**
    * A run's events, per attempt: a node that accepts late (after the edge timed out and offered the run to
@@ -97,6 +119,7 @@ export const subjects = (prefix: string): Subjects => ({
   edgeHeartbeat: `${prefix}.edges.heartbeat`,
   run: (nodeId) => `${prefix}.node.${nodeId}.run`,
   cancel: (nodeId) => `${prefix}.node.${nodeId}.cancel`,
+  credit: (nodeId) => `${prefix}.node.${nodeId}.credit`,
   nodeInbox: (nodeId) => `${prefix}.node.${nodeId}.*`,
   events: (edgeId, runId, nodeId) => `${prefix}.edge.${edgeId}.events.${runId}.${nodeId}`
 })
@@ -159,6 +182,7 @@ export const decode = {
   runStart: decoder(RunStart),
   runReply: decoder(RunReply),
   runCancel: decoder(RunCancel),
+  runCredit: decoder(RunCredit),
   edgeHeartbeat: decoder(EdgeHeartbeat)
 }
 
@@ -168,6 +192,7 @@ export const encode = {
   runStart: encoder(RunStart),
   runReply: encoder(RunReply),
   runCancel: encoder(RunCancel),
+  runCredit: encoder(RunCredit),
   edgeHeartbeat: encoder(EdgeHeartbeat)
 }
 
@@ -221,7 +246,14 @@ export const eventBytes = (event: RunEvent): number => byteLength(event)
 
 /** Bytes a message of `runId` may spend on its events (the JSON array's commas included). */
 export const eventRoom = (runId: string, maxPayload: number): number => {
-  const envelope = byteLength({ v: PROTOCOL_VERSION, runId, seq: Number.MAX_SAFE_INTEGER, events: [] })
+  const envelope = byteLength({
+    v: PROTOCOL_VERSION,
+    runId,
+    seq: Number.MAX_SAFE_INTEGER,
+    accepted: true,
+    end: true,
+    events: []
+  })
   return Math.max(MIN_ROOM, maxPayload - envelope - HEADROOM)
 }
 
