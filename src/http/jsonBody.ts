@@ -1,7 +1,7 @@
 import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { depthExceededAt } from "../common/jsonDepth.js"
+import { depthExceededAt, type JsonPath } from "../common/jsonDepth.js"
 import { jsonPath, primaryIssue } from "../config/parseIssues.js"
 import { InvalidRequest } from "./errors.js"
 
@@ -44,11 +44,46 @@ export const issueOf = (error: ParseResult.ParseError, root = ""): InvalidReques
   return new InvalidRequest({ message, param })
 }
 
+/** Keys that, as an object's own (JSON can give any), make `String(object)` throw instead of converting it. */
+const CONVERSION_KEYS = ["toString", "valueOf"]
+
+/** Where the first object that cannot be converted to a string is: one with its own `toString` or `valueOf`. */
+export const unconvertibleAt = (value: unknown): JsonPath | undefined => {
+  const stack: Array<{ readonly value: unknown; readonly path: JsonPath }> = [{ value, path: [] }]
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const v = next.value
+    if (typeof v !== "object" || v === null) continue
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: [...next.path, i] })
+      continue
+    }
+    if (CONVERSION_KEYS.some((k) => Object.hasOwn(v, k))) return next.path
+    const entries = Object.entries(v)
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, child] = entries[i]!
+      stack.push({ value: child, path: [...next.path, key] })
+    }
+  }
+  return undefined
+}
+
 /** A decoder of an already parsed value (a body, or a part of one under `root`) into `schema`'s type. */
 export const decodeValue = <A, I>(schema: Schema.Schema<A, I>) => {
   const decode = Schema.decodeUnknownEither(schema, { errors: "all" })
-  return (value: unknown, root = ""): Either.Either<A, InvalidRequest> =>
-    Either.mapLeft(decode(value), (e) => issueOf(e, root))
+  return (value: unknown, root = ""): Either.Either<A, InvalidRequest> => {
+    try {
+      return Either.mapLeft(decode(value), (e) => issueOf(e, root))
+    } catch {
+      // Schema converts a union's tag with `String(value)`, which throws for an object of the body with its own
+      // `toString` (`{"type": {"toString": 0}}`): a 400 naming that field, never a 500.
+      const at = unconvertibleAt(value)
+      const where = at === undefined ? root : jsonPath(at, root)
+      return Either.left(new InvalidRequest({
+        message: `${where === "" ? "request body" : where}: an object where a plain value was expected`,
+        param: where === "" ? null : where
+      }))
+    }
+  }
 }
 
 /** A body's decoder: `parseBody`, then `schema`. */

@@ -139,3 +139,16 @@ describe("hostile bodies: a 400 or a request, never a defect", () => {
     translate(Messages.dialect, text)
   }, options)
 })
+
+describe("hostile bodies found by the properties", () => {
+  it("an object with its own toString where a union's tag is read (Schema converts it with String()): a 400 naming it", () => {
+    const text = `{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":{"toString":0}}],"tool_choice":{"type":{"toString":0}},"system":{"type":{"toString":0}}}`
+    for (const dialect of [Messages.dialect, ChatCompletions.dialect, Responses.dialect] as const) {
+      translate(dialect as Dialect<unknown>, text)
+    }
+    const wire = Messages.dialect.decode(text)
+    expect(Either.isLeft(wire) && wire.left.message).toBe("tools[0].type: an object where a plain value was expected")
+    const valueOf = decodeCountTokens(`{"model":"m","messages":[{"role":"user","content":[{"type":{"valueOf":1}}]}]}`)
+    expect(Either.isLeft(valueOf)).toBe(true)
+  })
+})

@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, fetchMetrics, metricSum } from "../support/e2e.js"
 import { type EdgeProcess, startEdge } from "../support/edgeProcess.js"
 import { chunk, frame } from "../support/fakeUpstream.js"
+import { type NatsServer, startNatsServer } from "../support/natsServer.js"
+import { type NodeProcess, startNode } from "../support/nodeProcess.js"
 
 /**
  * Clients that stop reading without closing, against the built edge and a real socket: each one's upstream
@@ -71,6 +73,35 @@ const stalledClient = (port: number, path: string, body: object) =>
     )
   })
 
+const messages = [{ role: "user", content: "go" }]
+
+/** `n` stalled clients, over the three APIs in turn. */
+const stallClients = (port: number, n: number) =>
+  Promise.all(
+    Array.from({ length: n }, (_, i) => {
+      switch (i % 3) {
+        case 0:
+          return stalledClient(port, "/v1/chat/completions", { model: "flood", stream: true, messages })
+        case 1:
+          return stalledClient(port, "/v1/responses", { model: "flood", stream: true, input: "go" })
+        default:
+          return stalledClient(port, "/v1/messages", { model: "flood", stream: true, max_tokens: 64, messages })
+      }
+    })
+  )
+
+/** The edge closed the stalled connections: a client that reads again gets what its socket held, then the end. */
+const closedByEdge = (clients: ReadonlyArray<{ readonly socket: net.Socket }>) =>
+  Promise.all(clients.map((c) =>
+    new Promise<void>((resolve) => {
+      c.socket.on("close", () => resolve())
+      c.socket.on("data", () => undefined)
+      c.socket.resume()
+    })
+  ))
+
+const residentBytes = async (url: string) => metricSum(await fetchMetrics(url), "process_resident_memory_bytes")
+
 describe("a client that stops reading holds nothing", () => {
   let upstream: FloodUpstream
   let edge: EdgeProcess
@@ -90,19 +121,7 @@ describe("a client that stops reading holds nothing", () => {
   })
 
   it("12 stalled streams (all three APIs): every upstream request aborted, every slot released, the edge still serves", async () => {
-    const messages = [{ role: "user", content: "go" }]
-    const clients = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => {
-        switch (i % 3) {
-          case 0:
-            return stalledClient(edge.port, "/v1/chat/completions", { model: "flood", stream: true, messages })
-          case 1:
-            return stalledClient(edge.port, "/v1/responses", { model: "flood", stream: true, input: "go" })
-          default:
-            return stalledClient(edge.port, "/v1/messages", { model: "flood", stream: true, max_tokens: 64, messages })
-        }
-      })
-    )
+    const clients = await stallClients(edge.port, 12)
     for (const c of clients) expect(c.first).toMatch(/^HTTP\/1\.1 200/)
     await eventually(() => {
       expect(upstream.closed()).toBe(12)
@@ -110,14 +129,7 @@ describe("a client that stops reading holds nothing", () => {
     })
     const metrics = await fetchMetrics(edge.url)
     expect(metricSum(metrics, "iop_chat_requests_total", { model: "flood", outcome: "cancelled" })).toBe(12)
-    // The edge closed the stalled connections: a client that reads again gets what its socket held, then the end.
-    await Promise.all(clients.map((c) =>
-      new Promise<void>((resolve) => {
-        c.socket.on("close", () => resolve())
-        c.socket.on("data", () => undefined)
-        c.socket.resume()
-      })
-    ))
+    await closedByEdge(clients)
     // And the edge serves on: a client that reads gets its stream.
     const controller = new AbortController()
     const response = await fetch(`${edge.baseURL}/chat/completions`, {
@@ -130,5 +142,50 @@ describe("a client that stops reading holds nothing", () => {
     const reader = response.body!.getReader()
     expect((await reader.read()).done).toBe(false)
     controller.abort()
+  })
+})
+
+describe("a client that stops reading holds nothing, through a NATS node", () => {
+  let upstream: FloodUpstream
+  let nats: NatsServer
+  let node: NodeProcess
+  let edge: EdgeProcess
+
+  beforeAll(async () => {
+    upstream = await startFlood()
+    nats = await startNatsServer()
+    const bus = { nats: { servers: [nats.url] }, nodeTimeoutMs: 2_000 }
+    node = await startNode({
+      node: { id: "flood-node", maxConcurrentRuns: 16 },
+      bus,
+      models: [{ id: "flood", provider: { type: "openai", baseUrl: upstream.url, model: "f" } }]
+    })
+    edge = await startEdge({ config: { bus, runs: { idleTimeoutMs: 1_000 }, models: [] } })
+    await eventually(async () => {
+      const models = await (await fetch(`${edge.baseURL}/models`)).json() as { data: Array<{ id: string }> }
+      expect(models.data.map((m) => m.id)).toContain("flood")
+    })
+  })
+  afterAll(async () => {
+    await edge?.stop()
+    await node?.stop()
+    await nats?.stop()
+    await upstream?.close()
+  })
+
+  it("12 stalled streams: every upstream request aborted, the edge's memory bounded (the node paused by credits)", async () => {
+    const before = await residentBytes(edge.url)
+    const clients = await stallClients(edge.port, 12)
+    for (const c of clients) expect(c.first).toMatch(/^HTTP\/1\.1 200/)
+    await eventually(() => {
+      expect(upstream.closed()).toBe(12)
+      expect(upstream.open()).toBe(0)
+    })
+    // Without flow control the edge buffered everything the upstreams wrote (+260 MiB for 12 readers, measured);
+    // with it, each stalled run holds a credit window (256 KiB) and the channel's high-water mark.
+    const grown = (await residentBytes(edge.url)) - before
+    expect(grown).toBeLessThan(96 * 1024 * 1024)
+    expect(metricSum(await fetchMetrics(edge.url), "iop_chat_requests_total", { model: "flood", outcome: "cancelled" })).toBe(12)
+    await closedByEdge(clients)
   })
 })

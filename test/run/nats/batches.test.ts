@@ -16,6 +16,8 @@ import * as RunEvent from "../../../src/run/RunEvent.js"
 import { NodeId, RunId } from "../../../src/run/RunEvent.js"
 import * as EdgeTransport from "../../../src/run/transport/nats/EdgeTransport.js"
 import * as P from "../../../src/run/transport/nats/protocol.js"
+import * as NodeRegistry from "../../../src/run/NodeRegistry.js"
+import * as RunService from "../../../src/run/RunService.js"
 import { startFakeUpstream, textStream } from "../../support/fakeUpstream.js"
 import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
 import {
@@ -154,6 +156,26 @@ describe("NATS transport: batches and payload limits", () => {
       expect(sink.events).toEqual([RunEvent.delta("half"), RunEvent.delta(" way")])
       yield* waitFor(Effect.sync(() => wire.length), (n) => n >= 1)
       expect(wire.at(-1)?.end).toBe(true)
+    }))
+
+  it.scopedLive("a provider that ends without a terminal event reads the same over both transports: its deltas, then StreamClosed", () =>
+    Effect.gen(function* () {
+      const cut = scripted([[RunEvent.delta("half")], [RunEvent.delta(" way")]])
+      const outcome = (runs: RunService.RunService.Service) =>
+        Effect.scoped(Effect.flatMap(runs.submit(request("go", "cut")), (handle) =>
+          Stream.runCollect(Stream.either(handle.events)).pipe(
+            Effect.map((reads) => Chunk.toReadonlyArray(reads).map((r) => (Either.isRight(r) ? r.right : r.left._tag)))
+          )))
+      const { edge } = yield* setUp({ cut })
+      const overNats = yield* outcome(edge.runs)
+      const registry = yield* NodeRegistry.make
+      const local = nodeOf("local", { cut })
+      yield* registry.register({ id: local.id, models: local.models, maxConcurrentRuns: 4, start: local.execute })
+      const embedded = yield* outcome(yield* RunService.make({ idleTimeoutMs: 60_000 }).pipe(
+        Effect.provideService(NodeRegistry.NodeRegistry, registry)
+      ))
+      expect(overNats).toEqual([RunEvent.delta("half"), RunEvent.delta(" way"), "StreamClosed"])
+      expect(embedded).toEqual(overNats)
     }))
 
   it.scopedLive("a 2 MiB delta (and a 1.2 MiB reasoning delta) arrive whole, in messages within max_payload", () =>
