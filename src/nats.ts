@@ -12,11 +12,11 @@ import type { ApiKeySourceError } from "./config/apiKeys.js"
 import { EdgeConfig, type EdgeConfigShape, type ModelConfig } from "./config/EdgeConfig.js"
 import * as Edge from "./Edge.js"
 import type { NodeRegistry } from "./run/NodeRegistry.js"
-import type { BusConfig, BusConnectFailed, NodeSettings } from "./run/transport/nats/BusConfig.js"
-import * as EdgeTransport from "./run/transport/nats/EdgeTransport.js"
-import * as NodeServer from "./run/transport/nats/NodeServer.js"
+import type { BusConfig, BusConnectFailed, NodeSettings } from "./node/nats/BusConfig.js"
+import * as EdgeTransport from "./run/nats/EdgeTransport.js"
+import * as NodeServer from "./node/nats/NodeServer.js"
 
-export { BusConfig, BusConnectFailed, NodeSettings } from "./run/transport/nats/BusConfig.js"
+export { BusConfig, BusConnectFailed, NodeSettings } from "./node/nats/BusConfig.js"
 
 /**
  * The remote nodes of the config's `bus` (none without one), registered in the NodeRegistry while they

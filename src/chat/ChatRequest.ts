@@ -1,6 +1,6 @@
-import type { ModelOptions } from "../config/EdgeConfig.js"
-import type { Api } from "../dialects/Dialect.js"
-import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
+import type { ModelOptions } from "../protocol/ModelOptions.js"
+import type { Api } from "../protocol/Api.js"
+import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 import type { OutputPolicy } from "./policy.js"
 import type { RequestTool, ToolChoiceMode } from "./toolcalls/types.js"
 

@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import type { RunError } from "../run/errors.js"
+import type { RunError } from "../protocol/errors.js"
 import type { ReadyWhen, RunRead } from "../run/RunChannel.js"
 import { awaitReady, type RunDispatch, type RunHandle } from "../run/RunHandle.js"
 import { NoNodeAccepted, type RunOutcomeError, RunFailed, RunTimedOut } from "./errors.js"

@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { NodeDisconnected, RunCancelled, StreamClosed, WriteStalled } from "../run/errors.js"
+import { NodeDisconnected, RunCancelled, StreamClosed, WriteStalled } from "../protocol/errors.js"
 
 /** Errors of a chat completion once its request was understood. Mapped to OpenAI errors in http/openaiError.ts. */
 

@@ -1,4 +1,4 @@
-import type { TokenLogprob } from "../run/RunEvent.js"
+import type { TokenLogprob } from "../protocol/RunEvent.js"
 
 /**
  * Which token logprob entries go out with which content (pure; the session's bookkeeping for `logprobs`).

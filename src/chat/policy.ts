@@ -1,4 +1,4 @@
-import type { ModelOptions } from "../config/EdgeConfig.js"
+import type { ModelOptions } from "../protocol/ModelOptions.js"
 import { DEFAULT_SENTINELS } from "./filters/sentinel.js"
 import type { TextFormat } from "./toolcalls/types.js"
 

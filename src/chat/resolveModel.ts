@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
-import type { ModelOptions } from "../config/EdgeConfig.js"
-import { NoNodeForModel } from "../run/errors.js"
+import type { ModelOptions } from "../protocol/ModelOptions.js"
+import { NoNodeForModel } from "../protocol/errors.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
 import { ModelNotFound } from "./errors.js"
 

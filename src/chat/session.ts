@@ -1,5 +1,5 @@
 import { clipJoin } from "../common/clip.js"
-import type { Failed, RunEvent, TokenLogprob, Usage } from "../run/RunEvent.js"
+import type { Failed, RunEvent, TokenLogprob, Usage } from "../protocol/RunEvent.js"
 import { type RunOutcomeError, RunFailed, ToolValidationFailed, UpstreamRejected } from "./errors.js"
 import * as Holdback from "./filters/holdback.js"
 import * as Sentinel from "./filters/sentinel.js"

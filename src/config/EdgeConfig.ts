@@ -1,82 +1,28 @@
 import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { TEXT_FORMATS } from "../chat/toolcalls/types.js"
-import { BusConfig, NodeSettings } from "../run/transport/nats/BusConfig.js"
+import { BusConfig, NodeSettings } from "../node/nats/BusConfig.js"
+import { ModelConfig } from "../node/ModelConfig.js"
+import { LogConfig } from "../observability/Logging.js"
+import type { ModelOptions } from "../protocol/ModelOptions.js"
+
+// The planes' own schemas, composed here: re-exported so that the config's parts can be named from one module.
+export { ModelConfig } from "../node/ModelConfig.js"
+export { LogConfig } from "../observability/Logging.js"
+export {
+  findModel,
+  ModelOptions,
+  modelOptions,
+  OutputConfig,
+  ReasoningConfig,
+  SentinelConfig
+} from "../protocol/ModelOptions.js"
+export { EchoProviderConfig, OpenAiProviderConfig, ProviderConfig } from "../providers/ProviderConfig.js"
 
 /** The JSON config file of `iop edge` (see docs/configuration.md). Unknown keys are errors. */
 
 const PositiveInt = Schema.Int.pipe(Schema.positive())
 const Port = Schema.Int.pipe(Schema.between(0, 65535))
-
-export const EchoProviderConfig = Schema.Struct({
-  type: Schema.Literal("echo"),
-  /** Delay between echoed tokens, to look like a model (0: as fast as possible). */
-  tokenDelayMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 15 })
-})
-
-export const OpenAiProviderConfig = Schema.Struct({
-  type: Schema.Literal("openai"),
-  baseUrl: Schema.String.pipe(Schema.pattern(/^https?:\/\//, { message: () => "an http:// or https:// URL" })),
-  /** The upstream's model name; defaults to the model's `id`. */
-  model: Schema.optional(Schema.String),
-  apiKey: Schema.optional(Schema.Redacted(Schema.String)),
-  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
-})
-
-export const ProviderConfig = Schema.Union(EchoProviderConfig, OpenAiProviderConfig)
-export type ProviderConfig = typeof ProviderConfig.Type
-
-export const OutputConfig = Schema.Struct({
-  strict: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  streamBuffer: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  xmlCompletionTool: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
-})
-export type OutputConfig = typeof OutputConfig.Type
-
-export const ReasoningConfig = Schema.Struct({
-  /** The chat template opens `<think>` in the prompt: output is reasoning until `</think>`. */
-  implicitOpen: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  /** Where reasoning goes in responses: `reasoning_content`, `reasoning`, or `both`. */
-  field: Schema.optionalWith(Schema.Literal("reasoning_content", "reasoning", "both"), {
-    default: () => "reasoning_content" as const
-  })
-})
-export type ReasoningConfig = typeof ReasoningConfig.Type
-
-export const SentinelConfig = Schema.Struct({
-  /** End tokens added to the defaults (or replacing them with `replaceDefaults`). */
-  tokens: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
-  replaceDefaults: Schema.optionalWith(Schema.Boolean, { default: () => false })
-})
-export type SentinelConfig = typeof SentinelConfig.Type
-
-/** What the chat plane needs of a model, whoever serves it (a configured provider, a provider layer, a remote node). */
-const modelOptionsFields = {
-  id: Schema.String.pipe(Schema.minLength(1)),
-  /** Other names callers may use for this model (an agent's default model names); answered as the model. */
-  aliases: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
-  tools: Schema.optionalWith(Schema.Literal("native", "text"), { default: () => "native" as const }),
-  /** Text tool-call formats parsed out of this model's output (default: all). */
-  toolFormats: Schema.optionalWith(Schema.Array(Schema.Literal(...TEXT_FORMATS)), { default: () => TEXT_FORMATS }),
-  output: Schema.optionalWith(OutputConfig, { default: () => OutputConfig.make({}) }),
-  reasoning: Schema.optionalWith(ReasoningConfig, { default: () => ReasoningConfig.make({}) }),
-  sentinels: Schema.optionalWith(SentinelConfig, { default: () => SentinelConfig.make({}) })
-}
-
-/** A model's id, aliases and output options, without its provider. */
-export const ModelOptions = Schema.Struct(modelOptionsFields)
-export type ModelOptions = typeof ModelOptions.Type
-
-/**
- * A model's options with every default filled in, from a name or the options a caller sets:
- * `modelOptions("mine")`, `modelOptions({ id: "mine", tools: "text" })`.
- */
-export const modelOptions = (model: string | typeof ModelOptions.Encoded): ModelOptions =>
-  Schema.decodeSync(ModelOptions)(typeof model === "string" ? { id: model } : model)
-
-export const ModelConfig = Schema.Struct({ ...modelOptionsFields, provider: ProviderConfig })
-export type ModelConfig = typeof ModelConfig.Type
 
 /** An API key, alone or with its own limits. */
 export const ApiKeyEntry = Schema.Union(
@@ -144,15 +90,6 @@ export const RunsConfig = Schema.Struct({
 })
 export type RunsConfig = typeof RunsConfig.Type
 
-export const LogConfig = Schema.Struct({
-  level: Schema.optionalWith(Schema.Literal("debug", "info", "warn", "error", "none"), {
-    default: () => "info" as const
-  }),
-  /** Honour `metadata.iop_trace_stream: "true"`: log every emitted chunk and suppressed delta of that request. */
-  traceStreams: Schema.optionalWith(Schema.Boolean, { default: () => false })
-})
-export type LogConfig = typeof LogConfig.Type
-
 /** Ids and aliases name one model each. */
 const uniqueModelIds = (models: ReadonlyArray<ModelOptions>) => {
   const seen = new Set<string>()
@@ -168,10 +105,6 @@ const uniqueModelIds = (models: ReadonlyArray<ModelOptions>) => {
   }
   return true
 }
-
-/** The model a caller's name (an id or an alias) names. */
-export const findModel = <M extends ModelOptions>(models: ReadonlyArray<M>, name: string): M | undefined =>
-  models.find((m) => m.id === name) ?? models.find((m) => m.aliases.includes(name))
 
 export const EdgeConfigSchema = Schema.Struct({
   /** Editors' pointer to `iop config schema` output; ignored by the edge. */

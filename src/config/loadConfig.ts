@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { EdgeConfigSchema, type EdgeConfigShape } from "./EdgeConfig.js"
-import { primaryIssue } from "./parseIssues.js"
+import { primaryIssue } from "../common/parseIssues.js"
 
 /** The config file cannot be used; the message names the file, the JSON path and what was expected. */
 export class ConfigError extends Data.TaggedError("ConfigError")<{ readonly file: string; readonly detail: string }> {

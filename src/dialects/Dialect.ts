@@ -3,8 +3,9 @@ import type { ChatRequestLimits, DialectRequest } from "../chat/buildChatRequest
 import type { ModelNotFound, RunOutcomeError } from "../chat/errors.js"
 import type { Emission } from "../chat/session.js"
 import type { ModelOptions } from "../config/EdgeConfig.js"
-import type { HttpError, InvalidRequest } from "../http/errors.js"
-import type { SubmitError } from "../run/errors.js"
+import type { HttpError, InvalidRequest } from "../chat/EdgeError.js"
+import type { Api } from "../protocol/Api.js"
+import type { SubmitError } from "../protocol/errors.js"
 
 /**
  * An API the edge speaks. A dialect is pure: a request translator (its wire request → the chat plane's
@@ -13,8 +14,7 @@ import type { SubmitError } from "../run/errors.js"
  * cancellation, usage, keys, limits, metrics — lives below the dialects (`Responder`, the chat and run planes).
  */
 
-/** The `api` label of metrics and logs. */
-export type Api = "chat_completions" | "responses" | "messages"
+export type { Api } from "../protocol/Api.js"
 
 /** Every error an API answers with, before or instead of a response. */
 export type EdgeError = HttpError | ModelNotFound | SubmitError | RunOutcomeError

@@ -16,7 +16,7 @@ import { type Emission, isTerminal, type Terminal } from "../chat/session.js"
 import { onClose } from "../common/onClose.js"
 import { logAnnotated } from "../observability/Logging.js"
 import { Metrics } from "../observability/Metrics.js"
-import type { SubmitError } from "../run/errors.js"
+import type { SubmitError } from "../protocol/errors.js"
 import type { ItemRenderer, Rendered, RunInfo, StreamRenderer } from "./Dialect.js"
 import { SessionBody } from "./SessionBody.js"
 

@@ -5,7 +5,7 @@ import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import { EdgeConfig } from "../config/EdgeConfig.js"
 import type { KeyPolicy } from "./Auth.js"
-import { RateLimited } from "./errors.js"
+import { RateLimited } from "../chat/EdgeError.js"
 import { onClose } from "../common/onClose.js"
 
 interface Counts {

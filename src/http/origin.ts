@@ -1,4 +1,4 @@
-import { routeLabel } from "./routeLabel.js"
+import { routeLabel } from "../observability/routeLabel.js"
 
 /**
  * What a browser may do with the edge. A page on any site can make a browser

@@ -2,7 +2,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { IncomingMessage } from "node:http"
-import { BodyTooLarge, InvalidRequest } from "./errors.js"
+import { BodyTooLarge, InvalidRequest } from "../chat/EdgeError.js"
 import { nodeSource } from "./nodeSource.js"
 
 /** A Node request's body, from its events: the edge's own server. */

@@ -18,11 +18,11 @@ import { allows, makeKeyCheck, presentedKey } from "./Auth.js"
 import { Limits } from "./Limits.js"
 import { ModelNotFound } from "../chat/errors.js"
 import { resolveModel } from "../chat/resolveModel.js"
-import { InternalError, RouteNotFound, ShuttingDown, Unauthorized } from "./errors.js"
+import { InternalError, RouteNotFound, ShuttingDown, Unauthorized } from "../chat/EdgeError.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { readBody } from "./readBody.js"
 import { streamResponse } from "./streamResponse.js"
-import { toHttpError } from "./openaiError.js"
+import { toHttpError } from "../dialects/openaiError.js"
 import { annotateFiberLogs } from "../common/onClose.js"
 
 /** An error answer, as JSON with its status and headers. */

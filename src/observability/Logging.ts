@@ -1,3 +1,4 @@
+import * as Schema from "effect/Schema"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
@@ -9,7 +10,17 @@ import * as List from "effect/List"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import { clipJsonString, utf8Bytes } from "../common/clip.js"
-import type { LogConfig } from "../config/EdgeConfig.js"
+
+/** `log` in the config file. */
+export const LogConfig = Schema.Struct({
+  level: Schema.optionalWith(Schema.Literal("debug", "info", "warn", "error", "none"), {
+    default: () => "info" as const
+  }),
+  /** Honour `metadata.iop_trace_stream: "true"`: log every emitted chunk and suppressed delta of that request. */
+  traceStreams: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+export type LogConfig = typeof LogConfig.Type
+
 
 /** The Effect log level of a configured `log.level`. */
 export const levels: Record<LogConfig["level"], LogLevel.LogLevel> = {

@@ -2,9 +2,9 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client"
-import type { Api } from "../dialects/Dialect.js"
-import type { RouteLabel } from "../http/routeLabel.js"
-import type { Usage } from "../run/RunEvent.js"
+import type { Api } from "../protocol/Api.js"
+import type { RouteLabel } from "./routeLabel.js"
+import type { Usage } from "../protocol/RunEvent.js"
 
 /** Outcome of a response or a run, as counted in `/metrics`. */
 export type Outcome = "success" | "error" | "cancelled" | "timeout" | "tool_validation_error"

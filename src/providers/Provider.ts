@@ -4,9 +4,9 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as RunEvent from "../run/RunEvent.js"
-import type { RunSink } from "../run/RunSink.js"
-import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
+import * as RunEvent from "../protocol/RunEvent.js"
+import type { RunSink } from "../protocol/RunSink.js"
+import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 
 /** A provider failed before or while producing events (it becomes the run's `Failed` event). */
 export class ProviderError extends Schema.TaggedError<ProviderError>()("ProviderError", {

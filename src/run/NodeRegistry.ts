@@ -4,12 +4,12 @@ import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { NodesAtCapacity, NoNodeForModel, type NodeUnavailable, type RunRequestTooLarge, type SubmitError } from "./errors.js"
-import type { NodeId, RunId } from "./RunEvent.js"
-import type { RunSink } from "./RunSink.js"
-import type { SubmitRunRequest } from "./SubmitRunRequest.js"
+import { NodesAtCapacity, NoNodeForModel, type NodeUnavailable, type RunRequestTooLarge, type SubmitError } from "../protocol/errors.js"
+import type { NodeId, RunId } from "../protocol/RunEvent.js"
+import type { RunSink } from "../protocol/RunSink.js"
+import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 import { onCloseSync } from "../common/onClose.js"
-import { findModel as findByName, type ModelOptions } from "../config/EdgeConfig.js"
+import { findModel as findByName, type ModelOptions } from "../protocol/ModelOptions.js"
 
 /** A node as the edge reaches it through some transport. */
 export interface NodeConnection {

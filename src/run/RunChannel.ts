@@ -1,6 +1,6 @@
-import { type RunError, StreamClosed } from "./errors.js"
-import { isTerminal, type RunEvent } from "./RunEvent.js"
-import type { RunSink } from "./RunSink.js"
+import { type RunError, StreamClosed } from "../protocol/errors.js"
+import { isTerminal, type RunEvent } from "../protocol/RunEvent.js"
+import type { RunSink } from "../protocol/RunSink.js"
 
 /** Events a run may hold unread before its producer is asked to pause. */
 export const HIGH_WATER_EVENTS = 512

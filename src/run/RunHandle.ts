@@ -2,9 +2,9 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import type { RunError } from "./errors.js"
+import type { RunError } from "../protocol/errors.js"
 import type { ReadyWhen, RunChannel, RunRead, TokenTiming } from "./RunChannel.js"
-import type { NodeId, RunEvent, RunId } from "./RunEvent.js"
+import type { NodeId, RunEvent, RunId } from "../protocol/RunEvent.js"
 
 export interface RunDispatch {
   readonly runId: RunId

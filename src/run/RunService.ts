@@ -16,12 +16,12 @@ import {
   RunIdle,
   type SubmitError,
   WriteStalled
-} from "./errors.js"
+} from "../protocol/errors.js"
 import { type NodeLease, NodeRegistry } from "./NodeRegistry.js"
 import { RunChannel } from "./RunChannel.js"
 import { handleOf, type RunHandle } from "./RunHandle.js"
-import { type NodeId, RunId } from "./RunEvent.js"
-import type { SubmitRunRequest } from "./SubmitRunRequest.js"
+import { type NodeId, RunId } from "../protocol/RunEvent.js"
+import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 import * as Watchdog from "./Watchdog.js"
 
 export type { RunDispatch, RunHandle } from "./RunHandle.js"

@@ -1,8 +1,8 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import type { RunError } from "../run/errors.js"
-import type { RunEvent } from "../run/RunEvent.js"
-import type { RunSink } from "../run/RunSink.js"
+import type { RunError } from "../protocol/errors.js"
+import type { RunEvent } from "../protocol/RunEvent.js"
+import type { RunSink } from "../protocol/RunSink.js"
 
 /**
  * A `RunSink` that records what a producer wrote, for testing a provider on its own:

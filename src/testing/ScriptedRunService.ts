@@ -7,11 +7,11 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { RunCancelled, type RunError, type SubmitError } from "../run/errors.js"
+import { RunCancelled, type RunError, type SubmitError } from "../protocol/errors.js"
 import { RunChannel } from "../run/RunChannel.js"
-import { NodeId, type RunEvent, RunId } from "../run/RunEvent.js"
+import { NodeId, type RunEvent, RunId } from "../protocol/RunEvent.js"
 import { handleOf, RunService } from "../run/RunService.js"
-import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
+import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 
 /** What one submission does: play its events into the run, or refuse before anything ran. */
 export type Script =

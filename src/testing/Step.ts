@@ -1,5 +1,5 @@
 import * as Duration from "effect/Duration"
-import * as RunEvent from "../run/RunEvent.js"
+import * as RunEvent from "../protocol/RunEvent.js"
 
 /**
  * The steps of a scripted run (`ScriptedProvider.script`): run events, and the provider's own doings between

@@ -1,5 +1,5 @@
 import type * as Layer from "effect/Layer"
-import * as LocalNode from "../node/LocalNode.js"
+import * as LocalNode from "../run/LocalNode.js"
 import * as Echo from "../providers/echo/Echo.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
 

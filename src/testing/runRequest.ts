@@ -1,4 +1,4 @@
-import type { SubmitRunRequest } from "../run/SubmitRunRequest.js"
+import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 
 /**
  * A run request for `RunService.submit` (or a provider's `start`): one user message, no tools, default

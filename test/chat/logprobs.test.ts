@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Session from "../../src/chat/session.js"
-import * as RunEvent from "../../src/run/RunEvent.js"
+import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { answerTool, sessionConfig, weatherTool } from "../support/fixtures.js"
 
 /**

@@ -3,7 +3,7 @@ import { FastCheck as fc } from "effect"
 import { RunFailed, RunTimedOut } from "../../src/chat/errors.js"
 import { HIDDEN_REASONING_CONTENT } from "../../src/chat/reasoningFallback.js"
 import * as Session from "../../src/chat/session.js"
-import * as RunEvent from "../../src/run/RunEvent.js"
+import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { answerTool, sessionConfig, weatherTool } from "../support/fixtures.js"
 
 const done = (fields: Partial<Omit<RunEvent.Complete, "_tag">> = {}) =>

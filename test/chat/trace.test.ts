@@ -11,7 +11,7 @@ import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
 import { MetricsTest } from "../../src/observability/Metrics.js"
-import * as RunEvent from "../../src/run/RunEvent.js"
+import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { sseBody } from "../support/chatCompletionsBodies.js"
 import { ScriptedRunService } from "../../src/testing.js"
 

@@ -8,7 +8,7 @@ import { estimateInputTokens } from "../../src/dialects/messages/countTokens.js"
 import * as Messages from "../../src/dialects/messages/Messages.js"
 import { decodeCountTokens } from "../../src/dialects/messages/request.js"
 import * as Responses from "../../src/dialects/responses/Responses.js"
-import { MAX_BODY_DEPTH } from "../../src/http/jsonBody.js"
+import { MAX_BODY_DEPTH } from "../../src/dialects/jsonBody.js"
 import { toUpstreamBody } from "../../src/providers/openai/upstreamRequest.js"
 
 /**

@@ -9,7 +9,7 @@ import * as Logger from "effect/Logger"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { EdgeHttpLive } from "../../src/Edge.js"
-import { MAX_BODY_DEPTH } from "../../src/http/jsonBody.js"
+import { MAX_BODY_DEPTH } from "../../src/dialects/jsonBody.js"
 import { startFakeUpstream, textStream } from "../support/fakeUpstream.js"
 
 /**

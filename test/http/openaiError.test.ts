@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ModelNotFound, NoNodeAccepted, RunFailed, RunTimedOut, ToolValidationFailed, ToolValidationRetryFailed } from "../../src/chat/errors.js"
-import { BodyTooLarge, InvalidRequest, ShuttingDown, Unauthorized } from "../../src/http/errors.js"
+import { BodyTooLarge, InvalidRequest, ShuttingDown, Unauthorized } from "../../src/chat/EdgeError.js"
 import { sseError as toSseError } from "../../src/dialects/chat-completions/render.js"
-import { toHttpError } from "../../src/http/openaiError.js"
-import { NodesAtCapacity, NoNodeForModel } from "../../src/run/errors.js"
+import { toHttpError } from "../../src/dialects/openaiError.js"
+import { NodesAtCapacity, NoNodeForModel } from "../../src/protocol/errors.js"
 
 describe("OpenAI error mapping", () => {
   it.each([

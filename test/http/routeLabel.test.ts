@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ROUTES, routeLabel, UNMATCHED } from "../../src/http/routeLabel.js"
+import { ROUTES, routeLabel, UNMATCHED } from "../../src/observability/routeLabel.js"
 
 describe("routeLabel", () => {
   it("every known route is its own label", () => {

@@ -4,10 +4,10 @@ import * as JSONSchema from "effect/JSONSchema"
 import { NoNodeAccepted, RunFailed } from "../../src/chat/errors.js"
 import { defaultConfig, EdgeConfigSchema } from "../../src/config/EdgeConfig.js"
 import { parseConfigText } from "../../src/config/loadConfig.js"
-import { HostNotAllowed, OriginNotAllowed, RateLimited, ShuttingDown } from "../../src/http/errors.js"
-import { toHttpError } from "../../src/http/openaiError.js"
-import { NodesAtCapacity, NodeUnavailable, NoNodeForModel } from "../../src/run/errors.js"
-import { NodeId } from "../../src/run/RunEvent.js"
+import { HostNotAllowed, OriginNotAllowed, RateLimited, ShuttingDown } from "../../src/chat/EdgeError.js"
+import { toHttpError } from "../../src/dialects/openaiError.js"
+import { NodesAtCapacity, NodeUnavailable, NoNodeForModel } from "../../src/protocol/errors.js"
+import { NodeId } from "../../src/protocol/RunEvent.js"
 
 const errorOf = (server: unknown) => {
   const result = parseConfigText("edge.json", JSON.stringify({ server }))

@@ -7,7 +7,7 @@ import {
   ToolValidationRetryFailed,
   UpstreamRejected
 } from "../../src/chat/errors.js"
-import { toHttpError } from "../../src/http/openaiError.js"
+import { toHttpError } from "../../src/dialects/openaiError.js"
 
 const rejected = (status: number, fields: Partial<{ code: string; message: string; retryAfter: number }> = {}) =>
   new UpstreamRejected({

@@ -10,9 +10,9 @@ import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
 import { createServer } from "node:http"
 import * as Edge from "../../src/Edge.js"
-import * as LocalNode from "../../src/node/LocalNode.js"
+import * as LocalNode from "../../src/run/LocalNode.js"
 import * as Provider from "../../src/providers/Provider.js"
-import * as RunEvent from "../../src/run/RunEvent.js"
+import * as RunEvent from "../../src/protocol/RunEvent.js"
 
 /** A user's provider: answers every run with the model's name and the number of messages. */
 const mine = LocalNode.serve(

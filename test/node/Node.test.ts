@@ -8,8 +8,8 @@ import * as Exit from "effect/Exit"
 import * as TestClock from "effect/TestClock"
 import { ModelConfig } from "../../src/config/EdgeConfig.js"
 import * as Node from "../../src/node/Node.js"
-import { NodeId, RunId } from "../../src/run/RunEvent.js"
-import type { SubmitRunRequest } from "../../src/run/SubmitRunRequest.js"
+import { NodeId, RunId } from "../../src/protocol/RunEvent.js"
+import type { SubmitRunRequest } from "../../src/protocol/SubmitRunRequest.js"
 import { RecordingSink } from "../../src/testing.js"
 
 const echo = Schema.decodeUnknownSync(ModelConfig)({ id: "echo", provider: { type: "echo", tokenDelayMs: 10 } })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { HIGH_WATER_EVENTS, RunChannel } from "../../src/run/RunChannel.js"
-import * as RunEvent from "../../src/run/RunEvent.js"
-import { RunIdle } from "../../src/run/errors.js"
+import * as RunEvent from "../../src/protocol/RunEvent.js"
+import { RunIdle } from "../../src/protocol/errors.js"
 
 const channel = () => new RunChannel(() => 0)
 const deltas = (n: number) => Array.from({ length: n }, (_, i) => RunEvent.delta(String(i)))

@@ -3,8 +3,8 @@ import * as Stream from "effect/Stream"
 import { modelOptions } from "../../src/config/EdgeConfig.js"
 import { fromStream } from "../../src/providers/Provider.js"
 import type { NodeConnection } from "../../src/run/NodeRegistry.js"
-import { NodeId, type RunEvent } from "../../src/run/RunEvent.js"
-import type { SubmitRunRequest } from "../../src/run/SubmitRunRequest.js"
+import { NodeId, type RunEvent } from "../../src/protocol/RunEvent.js"
+import type { SubmitRunRequest } from "../../src/protocol/SubmitRunRequest.js"
 
 /**
  * A node whose runs play `script` (each chunk one batch) into the run's sink,

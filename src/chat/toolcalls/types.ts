@@ -21,9 +21,7 @@ export interface ToolCall {
   readonly arguments: string
 }
 
-/** The text tool-call formats the edge understands. */
-export const TEXT_FORMATS = ["xml", "mustache", "qwen3_xml", "mistral", "bare_json"] as const
-export type TextFormat = (typeof TEXT_FORMATS)[number]
+export { TEXT_FORMATS, type TextFormat } from "../../protocol/ModelOptions.js"
 
 /** The request's `tool_choice`, decoded. */
 export type ToolChoiceMode =

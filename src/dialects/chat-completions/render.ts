@@ -2,7 +2,7 @@ import { type RunOutcomeError, RunFailed, upstreamRejectionAnswer } from "../../
 import type { ReasoningField } from "../../chat/policy.js"
 import type { Emission } from "../../chat/session.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
-import type { TokenLogprob, Usage } from "../../run/RunEvent.js"
+import type { TokenLogprob, Usage } from "../../protocol/RunEvent.js"
 import { type ItemRenderer, type Rendered, SSE_COMMENT_KEEP_ALIVE, type StreamRenderer } from "../Dialect.js"
 import type {
   ChatCompletion,

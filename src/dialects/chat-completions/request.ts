@@ -8,8 +8,8 @@ import {
 import { ModelNotFound } from "../../chat/errors.js"
 import type { ReasoningField } from "../../chat/policy.js"
 import { type EdgeConfigShape, findModel, type ModelOptions } from "../../config/EdgeConfig.js"
-import type { InvalidRequest } from "../../http/errors.js"
-import { decodeJsonBody } from "../../http/jsonBody.js"
+import type { InvalidRequest } from "../../chat/EdgeError.js"
+import { decodeJsonBody } from "../jsonBody.js"
 import { ChatCompletionRequest } from "./wire.js"
 
 /** Parses and decodes the body; an error names the offending field in a few hundred characters, never quoting its value. */

@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { ChatMessage, FunctionTool, JsonObject, ToolChoice } from "../../run/SubmitRunRequest.js"
+import { ChatMessage, FunctionTool, JsonObject, ToolChoice } from "../../protocol/SubmitRunRequest.js"
 
 /**
  * The OpenAI Chat Completions request, as far as the edge honours it.

@@ -2,7 +2,7 @@ import { RunFailed } from "../../chat/errors.js"
 import type { Emission } from "../../chat/session.js"
 import { isRecord, parseJson } from "../../chat/toolcalls/json.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
-import type { Usage } from "../../run/RunEvent.js"
+import type { Usage } from "../../protocol/RunEvent.js"
 import { KEEP_ALIVE_AFTER_MS, type Rendered, type StreamRenderer } from "../Dialect.js"
 import { streamError } from "./errors.js"
 

@@ -1,10 +1,10 @@
 import * as Either from "effect/Either"
 import { buildChatRequest, type ChatRequestLimits, type DialectRequest } from "../../chat/buildChatRequest.js"
 import type { ModelOptions } from "../../config/EdgeConfig.js"
-import { clip } from "../../config/parseIssues.js"
-import { InvalidRequest } from "../../http/errors.js"
-import { decodeJsonBody } from "../../http/jsonBody.js"
-import type { ChatMessage, ContentPart, FunctionTool, MessageToolCall, ToolChoice } from "../../run/SubmitRunRequest.js"
+import { clip } from "../../common/parseIssues.js"
+import { InvalidRequest } from "../../chat/EdgeError.js"
+import { decodeJsonBody } from "../jsonBody.js"
+import type { ChatMessage, ContentPart, FunctionTool, MessageToolCall, ToolChoice } from "../../protocol/SubmitRunRequest.js"
 import { RAW_ARGUMENTS_KEY } from "./render.js"
 import {
   type ContentBlock,

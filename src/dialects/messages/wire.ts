@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { JsonObject } from "../../run/SubmitRunRequest.js"
+import { JsonObject } from "../../protocol/SubmitRunRequest.js"
 
 /**
  * The Anthropic Messages request, as far as the edge honours it (docs/dialects-messages.md). Unknown fields are

@@ -1,4 +1,4 @@
-import { toHttpError } from "../../http/openaiError.js"
+import { toHttpError } from "../openaiError.js"
 import type { Dialect, RunInfo } from "../Dialect.js"
 import * as Render from "./render.js"
 import { decodeBody, toChatRequest } from "./request.js"

@@ -1,4 +1,4 @@
-import type { ChatMessage, ContentPart as ChatPart, MessageContent, MessageToolCall } from "../../run/SubmitRunRequest.js"
+import type { ChatMessage, ContentPart as ChatPart, MessageContent, MessageToolCall } from "../../protocol/SubmitRunRequest.js"
 import type { Content, ContentPart, InputItem } from "./wire.js"
 
 /**

@@ -1,7 +1,7 @@
 import { type RunOutcomeError, RunFailed, upstreamRejectionAnswer } from "../../chat/errors.js"
 import type { Emission } from "../../chat/session.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
-import type { Usage } from "../../run/RunEvent.js"
+import type { Usage } from "../../protocol/RunEvent.js"
 import { type Rendered, SSE_COMMENT_KEEP_ALIVE, type StreamRenderer } from "../Dialect.js"
 
 /**

@@ -1,10 +1,10 @@
 import * as Either from "effect/Either"
 import { buildChatRequest, type ChatRequestLimits, type DialectRequest } from "../../chat/buildChatRequest.js"
 import type { ModelOptions } from "../../config/EdgeConfig.js"
-import { clip } from "../../config/parseIssues.js"
-import { InvalidRequest } from "../../http/errors.js"
-import { decodeValue, parseBody } from "../../http/jsonBody.js"
-import type { FunctionTool, JsonObject, SamplingParams, ToolChoice } from "../../run/SubmitRunRequest.js"
+import { clip } from "../../common/parseIssues.js"
+import { InvalidRequest } from "../../chat/EdgeError.js"
+import { decodeValue, parseBody } from "../jsonBody.js"
+import type { FunctionTool, JsonObject, SamplingParams, ToolChoice } from "../../protocol/SubmitRunRequest.js"
 import { toChatMessages } from "./input.js"
 import {
   type ContentPart,

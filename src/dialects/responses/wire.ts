@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { JsonObject } from "../../run/SubmitRunRequest.js"
+import { JsonObject } from "../../protocol/SubmitRunRequest.js"
 
 /**
  * The OpenAI Responses request (`POST /v1/responses`), as far as the edge reads it. Unknown fields are accepted

@@ -1,8 +1,8 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import * as RunEvent from "../../run/RunEvent.js"
-import type { ChatMessage, SubmitRunRequest } from "../../run/SubmitRunRequest.js"
+import * as RunEvent from "../../protocol/RunEvent.js"
+import type { ChatMessage, SubmitRunRequest } from "../../protocol/SubmitRunRequest.js"
 import { fromStream, type Provider } from "../Provider.js"
 import { echoTokens } from "./tokens.js"
 

@@ -1,4 +1,4 @@
-import * as RunEvent from "../../run/RunEvent.js"
+import * as RunEvent from "../../protocol/RunEvent.js"
 import {
   chunkError,
   type UpstreamChunk,

@@ -6,7 +6,7 @@ import type {
   MessageContent,
   SubmitRunRequest,
   ToolChoice
-} from "../../run/SubmitRunRequest.js"
+} from "../../protocol/SubmitRunRequest.js"
 
 /**
  * `SubmitRunRequest` → the JSON body of `POST {baseUrl}/chat/completions`.

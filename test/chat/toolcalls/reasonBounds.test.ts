@@ -11,8 +11,8 @@ import type { ParsedToolCall, RequestTool, ToolChoiceMode } from "../../../src/c
 import { describe as describeError, MAX_REASON_CHARS, validateToolCalls } from "../../../src/chat/toolcalls/validate.js"
 import { clip, clipJoin, clipMarker, excerpt } from "../../../src/common/clip.js"
 import { sseError } from "../../../src/dialects/chat-completions/render.js"
-import { toHttpError } from "../../../src/http/openaiError.js"
-import * as RunEvent from "../../../src/run/RunEvent.js"
+import { toHttpError } from "../../../src/dialects/openaiError.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import { sessionConfig } from "../../support/fixtures.js"
 
 /** The bound the client contract names: a reason is at most 300 characters. */

@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { defaultConfig, type EdgeConfigShape } from "../../../src/config/EdgeConfig.js"
 import { parseConfigText } from "../../../src/config/loadConfig.js"
-import { toHttpError } from "../../../src/http/openaiError.js"
+import { toHttpError } from "../../../src/dialects/openaiError.js"
 import { decodeBody, resolveChatRequest } from "../../../src/dialects/chat-completions/request.js"
 
 const tool = (name: string, parameters: object) => ({ type: "function", function: { name, parameters } })

@@ -11,7 +11,7 @@ import {
   validateToolCalls,
   validatorCacheStats
 } from "../../../src/chat/toolcalls/validate.js"
-import * as RunEvent from "../../../src/run/RunEvent.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import { sessionConfig } from "../../support/fixtures.js"
 
 const c = (name: string, args: unknown): ParsedToolCall => ({ name, arguments: JSON.stringify(args) })

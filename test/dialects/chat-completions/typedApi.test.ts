@@ -24,7 +24,7 @@ import { MetricsTest } from "../../../src/observability/Metrics.js"
 import { messageText } from "../../../src/providers/echo/Echo.js"
 import { fromStream } from "../../../src/providers/Provider.js"
 import { type NodeConnection, NodeRegistry, NodeRegistryLive } from "../../../src/run/NodeRegistry.js"
-import * as RunEvent from "../../../src/run/RunEvent.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import * as RunServiceM from "../../../src/run/RunService.js"
 
 /**

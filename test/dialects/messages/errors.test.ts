@@ -20,9 +20,9 @@ import {
   RouteNotFound,
   ShuttingDown,
   Unauthorized
-} from "../../../src/http/errors.js"
-import { NodesAtCapacity, NodeUnavailable, NoNodeForModel, RunRequestTooLarge } from "../../../src/run/errors.js"
-import { NodeId } from "../../../src/run/RunEvent.js"
+} from "../../../src/chat/EdgeError.js"
+import { NodesAtCapacity, NodeUnavailable, NoNodeForModel, RunRequestTooLarge } from "../../../src/protocol/errors.js"
+import { NodeId } from "../../../src/protocol/RunEvent.js"
 
 const rejected = (status: number, retryAfter: number | null = null) =>
   new UpstreamRejected({ status, code: "some_code", message: "upstream says no", retryAfter })

@@ -11,7 +11,7 @@ import * as Messages from "../../../src/dialects/messages/Messages.js"
 import { PING_AFTER_MS } from "../../../src/dialects/messages/render.js"
 import { Responder, ResponderLive } from "../../../src/dialects/Responder.js"
 import { MetricsTest } from "../../../src/observability/Metrics.js"
-import * as RunEvent from "../../../src/run/RunEvent.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import { ScriptedRunService } from "../../../src/testing.js"
 
 const config = Either.getOrThrow(decodeConfigJson("test", { models: [{ id: "m", provider: { type: "echo" } }] }))

@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import { FastCheck as fc } from "effect"
 import * as Echo from "../../../src/providers/echo/Echo.js"
 import { echoTokens } from "../../../src/providers/echo/tokens.js"
-import type { SubmitRunRequest } from "../../../src/run/SubmitRunRequest.js"
+import type { SubmitRunRequest } from "../../../src/protocol/SubmitRunRequest.js"
 import { RecordingSink } from "../../../src/testing.js"
 
 const request = (messages: SubmitRunRequest["messages"], maxTokens?: number): SubmitRunRequest => ({

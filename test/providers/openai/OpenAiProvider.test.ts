@@ -11,8 +11,8 @@ import * as Logger from "effect/Logger"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as OpenAiProvider from "../../../src/providers/openai/OpenAiProvider.js"
-import * as RunEvent from "../../../src/run/RunEvent.js"
-import type { SubmitRunRequest } from "../../../src/run/SubmitRunRequest.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
+import type { SubmitRunRequest } from "../../../src/protocol/SubmitRunRequest.js"
 import {
   chunk,
   completionTokens,

@@ -1,4 +1,4 @@
-import * as RunEvent from "../../../src/run/RunEvent.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import * as Mapper from "../../../src/providers/openai/toRunEvents.js"
 
 /** Runs the mapper over a sequence of inputs up to the first terminal event, as the provider's `streaming` state does. */

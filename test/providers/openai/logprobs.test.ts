@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { feedAll } from "./feedAll.js"
 import { decodeEvent } from "../../../src/providers/openai/upstreamWire.js"
-import * as RunEvent from "../../../src/run/RunEvent.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
 
 /** Upstream `choices[0].logprobs.content` → the Delta's entries: decoded by field guards, laid over the chunk's text. */
 

@@ -3,10 +3,10 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import type { Provider } from "../../../src/providers/Provider.js"
-import type { RunError } from "../../../src/run/errors.js"
-import type * as RunEvent from "../../../src/run/RunEvent.js"
-import type { RunSink } from "../../../src/run/RunSink.js"
-import type { SubmitRunRequest } from "../../../src/run/SubmitRunRequest.js"
+import type { RunError } from "../../../src/protocol/errors.js"
+import type * as RunEvent from "../../../src/protocol/RunEvent.js"
+import type { RunSink } from "../../../src/protocol/RunSink.js"
+import type { SubmitRunRequest } from "../../../src/protocol/SubmitRunRequest.js"
 
 /** A sink that records what a provider wrote: each `emit` as one batch, `end`, `fail` and `onReady` callbacks. */
 export interface TestSink extends RunSink {

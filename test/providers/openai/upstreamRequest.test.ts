@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { toolsPrompt, toUpstreamBody } from "../../../src/providers/openai/upstreamRequest.js"
-import type { FunctionTool, SubmitRunRequest } from "../../../src/run/SubmitRunRequest.js"
+import type { FunctionTool, SubmitRunRequest } from "../../../src/protocol/SubmitRunRequest.js"
 
 const weather: FunctionTool = {
   type: "function",

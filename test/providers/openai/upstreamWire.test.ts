@@ -12,7 +12,7 @@ import {
   scrubSecrets,
   upstreamText
 } from "../../../src/providers/openai/upstreamWire.js"
-import * as RunEvent from "../../../src/run/RunEvent.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
 
 describe("upstreamWire", () => {
   it("errorBodyMessage: the upstream's message in the shapes servers use, else the body text", () => {

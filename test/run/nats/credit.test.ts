@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
-import * as C from "../../../src/run/transport/nats/credit.js"
+import * as C from "../../../src/node/nats/credit.js"
 
 describe("credit", () => {
   it("the node publishes while what it sent is below the grant: the message that crosses it is the last", () => {

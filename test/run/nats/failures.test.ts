@@ -3,7 +3,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { fromStream } from "../../../src/providers/Provider.js"
-import * as RunEvent from "../../../src/run/RunEvent.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
 import {
   busConfig,

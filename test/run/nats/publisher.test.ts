@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { StreamClosed } from "../../../src/run/errors.js"
-import * as RunEvent from "../../../src/run/RunEvent.js"
-import { RunId } from "../../../src/run/RunEvent.js"
-import { decodeRunEvents } from "../../../src/run/transport/nats/eventsWire.js"
-import type { NatsConnection } from "../../../src/run/transport/nats/NatsBus.js"
-import * as P from "../../../src/run/transport/nats/protocol.js"
-import { makePublisher } from "../../../src/run/transport/nats/RunPublisher.js"
+import { StreamClosed } from "../../../src/protocol/errors.js"
+import * as RunEvent from "../../../src/protocol/RunEvent.js"
+import { RunId } from "../../../src/protocol/RunEvent.js"
+import { decodeRunEvents } from "../../../src/node/nats/eventsWire.js"
+import type { NatsConnection } from "../../../src/node/nats/NatsBus.js"
+import * as P from "../../../src/node/nats/protocol.js"
+import { makePublisher } from "../../../src/node/nats/RunPublisher.js"
 import { request } from "./harness.js"
 
 /** A node's publisher over a bus that records what it is given, as the edge would decode it. */

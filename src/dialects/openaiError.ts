@@ -1,5 +1,5 @@
 import { upstreamRejectionAnswer } from "../chat/errors.js"
-import type { EdgeError } from "../dialects/Dialect.js"
+import type { EdgeError } from "./Dialect.js"
 
 /** Every error the OpenAI APIs (Chat Completions, Responses) answer with, mapped to OpenAI's shape here and nowhere else. */
 export type { EdgeError }

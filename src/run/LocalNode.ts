@@ -1,12 +1,12 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { modelOptions } from "../config/EdgeConfig.js"
-import type { ModelOptions as ModelOptionsSchema } from "../config/EdgeConfig.js"
+import { modelOptions } from "../protocol/ModelOptions.js"
+import type { ModelOptions as ModelOptionsSchema } from "../protocol/ModelOptions.js"
 import type { Provider } from "../providers/Provider.js"
-import { NodeRegistry } from "../run/NodeRegistry.js"
-import { NodeId } from "../run/RunEvent.js"
-import * as InProcess from "../run/transport/InProcess.js"
-import * as Node from "./Node.js"
+import { NodeRegistry } from "./NodeRegistry.js"
+import { NodeId } from "../protocol/RunEvent.js"
+import * as InProcess from "./InProcess.js"
+import * as Node from "../node/Node.js"
 
 /** A model as a caller of `serve` names it: its id, or its options (defaults filled in). */
 export type ModelInput = string | typeof ModelOptionsSchema.Encoded

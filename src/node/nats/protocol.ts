@@ -1,9 +1,9 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { ModelConfig } from "../../../config/EdgeConfig.js"
-import { primaryIssue } from "../../../config/parseIssues.js"
-import { NodeId, RunEvent, RunId, type TokenLogprob } from "../../RunEvent.js"
-import { SubmitRunRequest } from "../../SubmitRunRequest.js"
+import { ModelConfig } from "../ModelConfig.js"
+import { primaryIssue } from "../../common/parseIssues.js"
+import { NodeId, RunEvent, RunId, type TokenLogprob } from "../../protocol/RunEvent.js"
+import { SubmitRunRequest } from "../../protocol/SubmitRunRequest.js"
 import { SubjectToken } from "./BusConfig.js"
 
 /**

@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
-import type { Node } from "../../node/Node.js"
-import type { NodeConnection } from "../NodeRegistry.js"
+import type { Node } from "../node/Node.js"
+import type { NodeConnection } from "./NodeRegistry.js"
 
 /**
  * The embedded transport: the node's provider writes straight into the run's

@@ -2,8 +2,8 @@ import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { depthExceededAt, type JsonPath } from "../common/jsonDepth.js"
-import { jsonPath, primaryIssue } from "../config/parseIssues.js"
-import { InvalidRequest } from "./errors.js"
+import { jsonPath, primaryIssue } from "../common/parseIssues.js"
+import { InvalidRequest } from "../chat/EdgeError.js"
 
 /**
  * A request body, from its text to its API's wire type, the same way for every API: parsed, its nesting depth

@@ -1,5 +1,5 @@
-import type { RunEvent } from "../../RunEvent.js"
-import { RunId } from "../../RunEvent.js"
+import type { RunEvent } from "../../protocol/RunEvent.js"
+import { RunId } from "../../protocol/RunEvent.js"
 import type { Decoded, RunEventsMsg } from "./protocol.js"
 import { PROTOCOL_VERSION } from "./protocol.js"
 

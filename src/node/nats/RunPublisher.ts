@@ -1,5 +1,5 @@
-import * as RunEvent from "../../RunEvent.js"
-import type { RunSink } from "../../RunSink.js"
+import * as RunEvent from "../../protocol/RunEvent.js"
+import type { RunSink } from "../../protocol/RunSink.js"
 import type { BusError, NatsConnection } from "./NatsBus.js"
 import * as C from "./credit.js"
 import { encodeRunEvents } from "./eventsWire.js"

@@ -1,0 +1,62 @@
+import * as Schema from "effect/Schema"
+
+/**
+ * A model as every plane sees it, whoever serves it (a configured provider, a provider layer, a remote node): its
+ * id, aliases and the output options the chat plane applies. The config file composes these with a provider.
+ */
+
+/** The text tool-call formats the edge understands. */
+export const TEXT_FORMATS = ["xml", "mustache", "qwen3_xml", "mistral", "bare_json"] as const
+export type TextFormat = (typeof TEXT_FORMATS)[number]
+
+export const OutputConfig = Schema.Struct({
+  strict: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  streamBuffer: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  xmlCompletionTool: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+})
+export type OutputConfig = typeof OutputConfig.Type
+
+export const ReasoningConfig = Schema.Struct({
+  /** The chat template opens `<think>` in the prompt: output is reasoning until `</think>`. */
+  implicitOpen: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** Where reasoning goes in responses: `reasoning_content`, `reasoning`, or `both`. */
+  field: Schema.optionalWith(Schema.Literal("reasoning_content", "reasoning", "both"), {
+    default: () => "reasoning_content" as const
+  })
+})
+export type ReasoningConfig = typeof ReasoningConfig.Type
+
+export const SentinelConfig = Schema.Struct({
+  /** End tokens added to the defaults (or replacing them with `replaceDefaults`). */
+  tokens: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
+  replaceDefaults: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+export type SentinelConfig = typeof SentinelConfig.Type
+
+/** What the chat plane needs of a model, whoever serves it (a configured provider, a provider layer, a remote node). */
+export const modelOptionsFields = {
+  id: Schema.String.pipe(Schema.minLength(1)),
+  /** Other names callers may use for this model (an agent's default model names); answered as the model. */
+  aliases: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
+  tools: Schema.optionalWith(Schema.Literal("native", "text"), { default: () => "native" as const }),
+  /** Text tool-call formats parsed out of this model's output (default: all). */
+  toolFormats: Schema.optionalWith(Schema.Array(Schema.Literal(...TEXT_FORMATS)), { default: () => TEXT_FORMATS }),
+  output: Schema.optionalWith(OutputConfig, { default: () => OutputConfig.make({}) }),
+  reasoning: Schema.optionalWith(ReasoningConfig, { default: () => ReasoningConfig.make({}) }),
+  sentinels: Schema.optionalWith(SentinelConfig, { default: () => SentinelConfig.make({}) })
+}
+
+/** A model's id, aliases and output options, without its provider. */
+export const ModelOptions = Schema.Struct(modelOptionsFields)
+export type ModelOptions = typeof ModelOptions.Type
+
+/**
+ * A model's options with every default filled in, from a name or the options a caller sets:
+ * `modelOptions("mine")`, `modelOptions({ id: "mine", tools: "text" })`.
+ */
+export const modelOptions = (model: string | typeof ModelOptions.Encoded): ModelOptions =>
+  Schema.decodeSync(ModelOptions)(typeof model === "string" ? { id: model } : model)
+
+/** The model a caller's name (an id or an alias) names. */
+export const findModel = <M extends ModelOptions>(models: ReadonlyArray<M>, name: string): M | undefined =>
+  models.find((m) => m.id === name) ?? models.find((m) => m.aliases.includes(name))

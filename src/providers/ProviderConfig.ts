@@ -1,0 +1,21 @@
+import * as Schema from "effect/Schema"
+
+/** The built-in providers' settings, as a model's `provider` in the config file. */
+
+export const EchoProviderConfig = Schema.Struct({
+  type: Schema.Literal("echo"),
+  /** Delay between echoed tokens, to look like a model (0: as fast as possible). */
+  tokenDelayMs: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 15 })
+})
+
+export const OpenAiProviderConfig = Schema.Struct({
+  type: Schema.Literal("openai"),
+  baseUrl: Schema.String.pipe(Schema.pattern(/^https?:\/\//, { message: () => "an http:// or https:// URL" })),
+  /** The upstream's model name; defaults to the model's `id`. */
+  model: Schema.optional(Schema.String),
+  apiKey: Schema.optional(Schema.Redacted(Schema.String)),
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
+})
+
+export const ProviderConfig = Schema.Union(EchoProviderConfig, OpenAiProviderConfig)
+export type ProviderConfig = typeof ProviderConfig.Type
