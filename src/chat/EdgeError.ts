@@ -1,6 +1,8 @@
 import * as Schema from "effect/Schema"
+import type { SubmitError } from "../protocol/errors.js"
+import type { ModelNotFound, RunOutcomeError } from "./errors.js"
 
-/** Errors of the HTTP plane, before a request reaches the chat plane. */
+/** The edge's errors: the request's (the HTTP plane's, before it reaches the chat plane) and, below, the union every API answers. */
 
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
   message: Schema.String,
@@ -92,3 +94,6 @@ export type HttpError =
   | RateLimited
   | HostNotAllowed
   | OriginNotAllowed
+
+/** Every error an API answers with, before or instead of a response (each dialect renders it in its shape). */
+export type EdgeError = HttpError | ModelNotFound | SubmitError | RunOutcomeError

@@ -1,7 +1,7 @@
 import * as Schema from "effect/Schema"
 import { NodeDisconnected, RunCancelled, StreamClosed, WriteStalled } from "../protocol/errors.js"
 
-/** Errors of a chat completion once its request was understood. Mapped to OpenAI errors in http/openaiError.ts. */
+/** Errors of a chat completion once its request was understood. Mapped to OpenAI errors in dialects/openaiError.ts. */
 
 export class ModelNotFound extends Schema.TaggedError<ModelNotFound>()("ModelNotFound", { model: Schema.String }) {
   override get message(): string {

@@ -1,11 +1,10 @@
 import type * as Either from "effect/Either"
 import type { ChatRequestLimits, DialectRequest } from "../chat/buildChatRequest.js"
-import type { ModelNotFound, RunOutcomeError } from "../chat/errors.js"
+import type { RunOutcomeError } from "../chat/errors.js"
 import type { Emission } from "../chat/session.js"
-import type { ModelOptions } from "../config/EdgeConfig.js"
-import type { HttpError, InvalidRequest } from "../chat/EdgeError.js"
+import type { ModelOptions } from "../protocol/ModelOptions.js"
+import type { EdgeError, InvalidRequest } from "../chat/EdgeError.js"
 import type { Api } from "../protocol/Api.js"
-import type { SubmitError } from "../protocol/errors.js"
 
 /**
  * An API the edge speaks. A dialect is pure: a request translator (its wire request → the chat plane's
@@ -16,8 +15,7 @@ import type { SubmitError } from "../protocol/errors.js"
 
 export type { Api } from "../protocol/Api.js"
 
-/** Every error an API answers with, before or instead of a response. */
-export type EdgeError = HttpError | ModelNotFound | SubmitError | RunOutcomeError
+export type { EdgeError } from "../chat/EdgeError.js"
 
 /** An error answered before any response was written: status, body (the API's shape) and headers. */
 export interface ErrorAnswer {

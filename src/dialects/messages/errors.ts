@@ -4,7 +4,7 @@ import type { EdgeError, ErrorAnswer } from "../Dialect.js"
 /**
  * Every error the Messages API answers with, in Anthropic's shape (`{"type": "error", "error": {type, message}}`)
  * and with Anthropic's types and statuses (docs.claude.com/en/api/errors), mapped here and nowhere else. The
- * headers are the OpenAI mapping's (http/openaiError.ts): the Anthropic SDK honours `x-should-retry` and
+ * headers are the OpenAI mapping's (dialects/openaiError.ts): the Anthropic SDK honours `x-should-retry` and
  * `retry-after` the same way.
  */
 
