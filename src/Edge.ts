@@ -13,10 +13,11 @@ import { type ApiKeySourceError, ApiKeysLive } from "./config/apiKeys.js"
 import * as EdgeConfig from "./config/EdgeConfig.js"
 import { type ConfigError, decodeConfigJson } from "./config/loadConfig.js"
 import { ChatCompletions, ChatCompletionsLive } from "./dialects/chat-completions/ChatCompletions.js"
-import { Responder, ResponderLive } from "./dialects/Responder.js"
+import { Gateway, GatewayLive } from "./chat/Gateway.js"
+import { Responder, ResponderLive } from "./chat/Responder.js"
 import { GracefulShutdownLive, HttpAppLive, NodeServerLive } from "./http/HttpLive.js"
 import { Lifecycle, LifecycleLive } from "./http/Lifecycle.js"
-import { Limits, LimitsLive } from "./http/Limits.js"
+import { Limits, LimitsLive } from "./chat/Limits.js"
 import * as EmbeddedNode from "./run/EmbeddedNode.js"
 import { Metrics, MetricsLive } from "./observability/Metrics.js"
 import { NodeRegistry, NodeRegistryLive } from "./run/NodeRegistry.js"
@@ -56,6 +57,7 @@ export const ChatLive: Layer.Layer<ChatRun.Chat, never, EdgeConfig.EdgeConfig | 
 /** What the edge's layers provide: its services, without a server. */
 export type EdgeServices =
   | ChatCompletions
+  | Gateway
   | Responder
   | ChatRun.Chat
   | RunService
@@ -84,6 +86,7 @@ export const compose = <E>(parts: {
   readonly nodes: Layer.Layer<never, E, NodeRegistry | EdgeConfig.EdgeConfig>
 }): Layer.Layer<EdgeServices | EdgeConfig.EdgeConfig, E | ApiKeySourceError, EdgeConfig.EdgeConfig> =>
   Layer.mergeAll(ChatCompletionsLive, parts.nodes).pipe(
+    Layer.provideMerge(GatewayLive),
     Layer.provideMerge(ResponderLive),
     Layer.provideMerge(ChatLive),
     Layer.provideMerge(RunPlaneLive),

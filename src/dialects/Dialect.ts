@@ -1,6 +1,5 @@
 import type * as Either from "effect/Either"
 import type { ChatRequestLimits, DialectRequest } from "../chat/buildChatRequest.js"
-import type { RunOutcomeError } from "../chat/errors.js"
 import type { Emission } from "../chat/session.js"
 import type { ModelOptions } from "../protocol/ModelOptions.js"
 import type { EdgeError, InvalidRequest } from "../chat/EdgeError.js"
@@ -24,44 +23,15 @@ export interface ErrorAnswer {
   readonly headers?: Readonly<Record<string, string>>
 }
 
-/** What a renderer knows of the run it renders. */
-export interface RunInfo {
-  readonly runId: string
-  /** Unix seconds when the response started. */
-  readonly created: number
-}
-
-/** One streamed response's renderer, built once per response (it may keep state: indices, sequence numbers). */
-export interface StreamRenderer {
-  /** The stream's opening events, written together with the run's first batch. */
-  readonly head: string
-  /** The text of one batch of emissions; a batch with the terminal emission ends the stream. */
-  readonly batch: (emissions: ReadonlyArray<Emission>) => string
-  /** An event written while the run is silent this long (Anthropic's `ping`), so clients and proxies see life. */
-  readonly keepAlive?: { readonly afterMs: number; readonly text: string }
-}
-
-/** How long a stream may be silent before it gets a keep-alive. */
-export const KEEP_ALIVE_AFTER_MS = 5_000
-
-/** The keep-alive of an SSE API without one of its own: a comment line, which every SSE client skips. */
-export const SSE_COMMENT_KEEP_ALIVE = { afterMs: KEEP_ALIVE_AFTER_MS, text: ": keep-alive\n\n" } as const
-
-/**
- * A response's items as typed values, for callers in code (`Responder.items`): built once per response. The
- * run's failure is never an item: it fails the caller's stream.
- */
-export interface ItemRenderer<A> {
-  /** The items that open the response, given with the run's first batch. */
-  readonly head: ReadonlyArray<A>
-  /** Appends the items of one emission. */
-  readonly emission: (e: Exclude<Emission, { readonly _tag: "Error" }>, out: Array<A>) => void
-}
-
-/** A finished run's non-stream body, or the error it is answered with. */
-export type Rendered<B = unknown> =
-  | { readonly _tag: "Body"; readonly body: B }
-  | { readonly _tag: "Error"; readonly error: RunOutcomeError }
+export {
+  type ItemRenderer,
+  KEEP_ALIVE_AFTER_MS,
+  type Rendered,
+  type RunInfo,
+  SSE_COMMENT_KEEP_ALIVE,
+  type StreamRenderer
+} from "../chat/Rendering.js"
+import type { Rendered, RunInfo, StreamRenderer } from "../chat/Rendering.js"
 
 export interface Dialect<W> {
   readonly api: Api

@@ -1,19 +1,9 @@
 import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
 import type { ApiKeyEntry } from "../config/EdgeConfig.js"
+import type { KeyCheck, KeyPolicy } from "../chat/KeyPolicy.js"
 
-/** What a matched key may do; `id` names it in logs and limits (never the key itself). */
-export interface KeyPolicy {
-  readonly id: string
-  readonly models: ReadonlyArray<string> | undefined
-  readonly maxConcurrentRuns: number | undefined
-}
-
-export type KeyCheck =
-  | { readonly _tag: "Open" }
-  | { readonly _tag: "Granted"; readonly key: KeyPolicy }
-  /** `missing`: no bearer key was presented at all; `incorrect`: one was, and it matches no key. */
-  | { readonly _tag: "Denied"; readonly reason: "missing" | "incorrect" }
+export { allows, grantedKey, type KeyCheck, type KeyPolicy } from "../chat/KeyPolicy.js"
 
 const digest = (s: string): Buffer => createHash("sha256").update(s).digest()
 
@@ -50,8 +40,3 @@ export const makeKeyCheck = (entries: ReadonlyArray<ApiKeyEntry>) => {
     return granted !== undefined ? { _tag: "Granted", key: granted } : { _tag: "Denied", reason: "incorrect" }
   }
 }
-
-/** Whether a key may use a model, named by its id or by the alias the caller used. */
-export const allows = (check: KeyCheck, model: string, alias?: string): boolean =>
-  check._tag !== "Granted" || check.key.models === undefined || check.key.models.includes(model) ||
-  (alias !== undefined && check.key.models.includes(alias))

@@ -15,7 +15,7 @@ import type * as Scope from "effect/Scope"
 import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server } from "node:http"
-import type { Responder } from "../dialects/Responder.js"
+import type { Gateway } from "../chat/Gateway.js"
 import { EdgeConfig, type ServerConfig } from "../config/EdgeConfig.js"
 import * as Logging from "../observability/Logging.js"
 import { Metrics } from "../observability/Metrics.js"
@@ -24,7 +24,6 @@ import { RunService } from "../run/RunService.js"
 import { HostNotAllowed, OriginNotAllowed } from "../chat/EdgeError.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { nodeSource } from "./nodeSource.js"
-import type { Limits } from "./Limits.js"
 import { fromNodeServer, Listener } from "./Listener.js"
 import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
 import { routeLabel } from "../observability/routeLabel.js"
@@ -113,7 +112,7 @@ const edgeMiddleware = (
 export type EdgeMiddleware = <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | Scope.Scope>
 
 /** What the edge's routes and middleware read. */
-export type RouteServices = EdgeConfig | Responder | Metrics | Lifecycle | NodeRegistry | Limits
+export type RouteServices = EdgeConfig | Gateway | Metrics | Lifecycle | NodeRegistry
 
 /**
  * The edge's HTTP API as a router to mount beside your own routes (`HttpRouter.concat`, `HttpRouter.mount`):

@@ -8,16 +8,12 @@ import * as Messages from "../dialects/messages/Messages.js"
 import { estimateInputTokens } from "../dialects/messages/countTokens.js"
 import { decodeCountTokens } from "../dialects/messages/request.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
-import { DEFAULT_MAX_TOOL_SCHEMA_BYTES } from "../chat/buildChatRequest.js"
 import type { Dialect, EdgeError, ErrorAnswer } from "../dialects/Dialect.js"
-import { Responder } from "../dialects/Responder.js"
+import { Gateway } from "../chat/Gateway.js"
 import { clip } from "../common/clip.js"
 import { Metrics } from "../observability/Metrics.js"
 import { NodeRegistry } from "../run/NodeRegistry.js"
-import { allows, makeKeyCheck, presentedKey } from "./Auth.js"
-import { Limits } from "./Limits.js"
-import { ModelNotFound } from "../chat/errors.js"
-import { resolveModel } from "../chat/resolveModel.js"
+import { allows, grantedKey, makeKeyCheck, presentedKey } from "./Auth.js"
 import { InternalError, RouteNotFound, ShuttingDown, Unauthorized } from "../chat/EdgeError.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { readBody } from "./readBody.js"
@@ -64,46 +60,38 @@ export const notFound = Effect.gen(function* () {
 
 export const makeRoutes = Effect.gen(function* () {
   const config = yield* EdgeConfig
-  const responder = yield* Responder
+  const gateway = yield* Gateway
   const metrics = yield* Metrics
   const lifecycle = yield* Lifecycle
   const registry = yield* NodeRegistry
   const checkKey = makeKeyCheck(config.server.apiKeys)
-  const limits = yield* Limits
-  const requestLimits = { maxToolSchemaBytes: config.runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES }
 
-  /** Drain and auth checks shared by every `/v1` route; the caller's key policy when keys are configured. */
+  /** Drain and auth checks shared by every `/v1` route; the caller's key when keys are configured. */
   const guard = Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     if (!(yield* lifecycle.serving)) return yield* Effect.fail(new ShuttingDown())
     const check = checkKey(presentedKey(request.headers))
     if (check._tag === "Denied") return yield* Effect.fail(new Unauthorized({ reason: check.reason }))
     if (check._tag === "Granted") yield* annotateFiberLogs({ api_key: check.key.id })
-    return check
+    return grantedKey(check)
   })
 
-  const resolve = resolveModel(registry)
-
-  /** One dialect's route: the same guard, body limit, model resolution, limits and response path for every API. */
+  /** One dialect's route: transport (guard, body) here, then the door every caller goes through (`Gateway`). */
   const serve = <W>(dialect: Dialect<W>) =>
     answerErrors(
       dialect.error,
       Effect.gen(function* () {
-        const check = yield* guard
+        const key = yield* guard
         const text = yield* readBody(config.server.maxBodyBytes)
         const wire = yield* dialect.decode(text)
-        const name = dialect.model(wire)
-        const model = yield* resolve(name)
-        // A model the key may not use does not exist for it.
-        if (!allows(check, model.id, name)) return yield* Effect.fail(new ModelNotFound({ model: name }))
-        const request = yield* dialect.toChatRequest(wire, model, requestLimits)
+        const model = yield* gateway.model(dialect.model(wire), key)
+        const request = yield* dialect.toChatRequest(wire, model, gateway.requestLimits)
         yield* annotateFiberLogs({ api: dialect.api, model: model.id, stream: request.stream })
-        yield* limits.acquire(check._tag === "Granted" ? check.key : undefined)
         if (!request.stream) {
-          const body = yield* responder.complete(request, (run, emissions) => dialect.body(wire, request, run, emissions))
+          const body = yield* gateway.complete(request, (run, emissions) => dialect.body(wire, request, run, emissions), key)
           return HttpServerResponse.unsafeJson(body)
         }
-        const body = yield* responder.stream(request, (run) => dialect.streamRenderer(wire, request, run))
+        const body = yield* gateway.stream(request, (run) => dialect.streamRenderer(wire, request, run), key)
         return yield* streamResponse(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
       })
     )
@@ -112,10 +100,10 @@ export const makeRoutes = Effect.gen(function* () {
     answerErrors(
       anthropic ? Messages.dialect.error : toHttpError,
       Effect.gen(function* () {
-        const check = yield* guard
+        const key = yield* guard
         const names = new Set<string>()
         for (const m of registry.models()) {
-          if (!allows(check, m.id)) continue
+          if (!allows(key, m.id)) continue
           names.add(m.id)
           for (const alias of m.aliases) names.add(alias)
         }
@@ -131,10 +119,9 @@ export const makeRoutes = Effect.gen(function* () {
   const countTokens = answerErrors(
     Messages.dialect.error,
     Effect.gen(function* () {
-      const check = yield* guard
+      const key = yield* guard
       const wire = yield* decodeCountTokens(yield* readBody(config.server.maxBodyBytes))
-      const model = yield* resolve(wire.model)
-      if (!allows(check, model.id, wire.model)) return yield* Effect.fail(new ModelNotFound({ model: wire.model }))
+      yield* gateway.model(wire.model, key)
       return HttpServerResponse.unsafeJson({ input_tokens: estimateInputTokens(wire) })
     })
   )

@@ -7,7 +7,7 @@ import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import type { Readable } from "node:stream"
-import { ABANDONED } from "../dialects/SessionBody.js"
+import { ABANDONED } from "../chat/SessionBody.js"
 import { nodeSource } from "./nodeSource.js"
 
 /**

@@ -4,7 +4,7 @@ import * as Stream from "effect/Stream"
 import type { ChatRequest } from "../../src/chat/ChatRequest.js"
 import { renderContext } from "../../src/dialects/chat-completions/ChatCompletions.js"
 import * as Render from "../../src/dialects/chat-completions/render.js"
-import { Responder } from "../../src/dialects/Responder.js"
+import { Responder } from "../../src/chat/Responder.js"
 
 /**
  * The HTTP bodies of a Chat Completions request built in code, through the Responder as the route writes them

@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { ChatCompletions, type RunOutcomeError, type SubmitError } from "iop-edge"
+import { ChatCompletions } from "iop-edge"
 import { createServer } from "node:http"
 import OpenAI from "openai"
 import { app, AppLive, EdgeServices } from "../src/app.js"
@@ -14,8 +14,9 @@ const Served = AppLive.pipe(Layer.provideMerge(NodeHttpServer.layer(createServer
 const baseUrl = Effect.map(HttpServer.HttpServer, (s) => (s.address._tag === "TcpAddress" ? `http://127.0.0.1:${s.address.port}` : ""))
 
 /** Every error the typed API can fail with, matched by tag: adding one to the union breaks this at compile time. */
-const explain = (e: SubmitError | RunOutcomeError | ChatCompletions.RequestError): string => {
+const explain = (e: ChatCompletions.ResponseError | ChatCompletions.RequestError): string => {
   switch (e._tag) {
+    case "RateLimited":
     case "NoNodeForModel":
     case "NodesAtCapacity":
     case "NodeUnavailable":

@@ -1,29 +1,26 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { ChatRequest } from "../../chat/ChatRequest.js"
-import type { ModelNotFound, RunOutcomeError } from "../../chat/errors.js"
-import { resolveModel } from "../../chat/resolveModel.js"
-import { EdgeConfig } from "../../config/EdgeConfig.js"
+import type { ModelNotFound } from "../../chat/errors.js"
 import type { InvalidRequest } from "../../chat/EdgeError.js"
+import { Gateway, type ResponseError } from "../../chat/Gateway.js"
 import { toHttpError } from "../openaiError.js"
-import * as Logging from "../../observability/Logging.js"
-import type { NoNodeForModel, SubmitError } from "../../protocol/errors.js"
-import { NodeRegistry } from "../../run/NodeRegistry.js"
+import type { NoNodeForModel } from "../../protocol/errors.js"
 import type { Dialect, RunInfo } from "../Dialect.js"
-import { Responder } from "../Responder.js"
 import type { ChatCompletion, ChatCompletionChunk } from "./completion.js"
 import * as Render from "./render.js"
-import { decodeBody, requestLimits, toChatRequest } from "./request.js"
+import { decodeBody, toChatRequest } from "./request.js"
 import type { ChatCompletionRequest } from "./wire.js"
 
 // Every type of the typed API's signatures, by name, beside the service.
 export * from "./completion.js"
 export { ChatCompletionRequest } from "./wire.js"
 export type { ChatRequest } from "../../chat/ChatRequest.js"
+export type { RateLimited } from "../../chat/EdgeError.js"
 export type { RunOutcomeError } from "../../chat/errors.js"
+export type { ResponseError } from "../../chat/Gateway.js"
 export type { SubmitError } from "../../protocol/errors.js"
 
 /** What the Chat Completions renderers need of a request; `model` is the name the response carries. */
@@ -62,15 +59,16 @@ export declare namespace ChatCompletions {
     ) => Effect.Effect<ChatRequest, RequestError>
     /**
      * Runs to the end (with the strict retries of a non-stream request) and returns the `chat.completion`. The
-     * run's failure, or its submission's, is the typed error. Interrupting it cancels the run.
+     * run's failure, its submission's, or the edge's concurrency limit (`RateLimited`), is the typed error.
+     * Interrupting it cancels the run.
      */
-    readonly create: (request: ChatRequest) => Effect.Effect<ChatCompletion, SubmitError | RunOutcomeError>
+    readonly create: (request: ChatRequest) => Effect.Effect<ChatCompletion, ResponseError>
     /**
      * The `chat.completion.chunk`s as the run produces them, starting with the role chunk (strict-buffered models:
      * once the run was collected and validated). A run that fails, before or after output, fails the stream with
      * its typed error. The run lives in the stream's scope: closing or interrupting the stream cancels it.
      */
-    readonly stream: (request: ChatRequest) => Stream.Stream<ChatCompletionChunk, SubmitError | RunOutcomeError>
+    readonly stream: (request: ChatRequest) => Stream.Stream<ChatCompletionChunk, ResponseError>
   }
 }
 
@@ -81,40 +79,28 @@ export class ChatCompletions extends Context.Tag("@iop/edge/ChatCompletions")<
 >() {}
 
 export const make = Effect.gen(function* () {
-  const responder = yield* Responder
-  const config = yield* EdgeConfig
-  const limits = requestLimits(config)
-
-  const lookupModel = resolveModel(yield* NodeRegistry)
-  // The run's lines (its summary is logged when its scope closes) at the config's `log.level`, restored after.
-  const atLogLevel = Effect.locallyScoped(FiberRef.currentMinimumLogLevel, Logging.levels[config.log.level])
+  const gateway = yield* Gateway
 
   const request: ChatCompletions.Service["request"] = (wire) =>
-    Effect.flatMap(lookupModel(wire.model), (model) => toChatRequest(wire, model, limits))
+    Effect.flatMap(gateway.model(wire.model), (model) => toChatRequest(wire, model, gateway.requestLimits))
 
+  // Through the same door as the HTTP routes: the edge's concurrency limit and the config's log level apply.
   const create: ChatCompletions.Service["create"] = (request) =>
-    atLogLevel.pipe(
-      Effect.zipRight(responder.complete(request, (run, emissions) =>
-        Render.completion(renderContext(request, request.submit.model, run), emissions))),
-      Effect.scoped,
-      Effect.withSpan("ChatCompletions.create")
-    )
+    gateway.complete(request, (run, emissions) =>
+      Render.completion(renderContext(request, request.submit.model, run), emissions)).pipe(
+        Effect.scoped,
+        Effect.withSpan("ChatCompletions.create")
+      )
 
   const stream: ChatCompletions.Service["stream"] = (request) =>
-    Stream.unwrapScoped(
-      Effect.as(
-        atLogLevel,
-        responder.items(request, (run) => Render.chunkBuilder(renderContext(request, request.submit.model, run)))
-      )
-    ).pipe(Stream.withSpan("ChatCompletions.stream"))
+    gateway.items(request, (run) => Render.chunkBuilder(renderContext(request, request.submit.model, run))).pipe(
+      Stream.withSpan("ChatCompletions.stream")
+    )
 
   return { request, create, stream } satisfies ChatCompletions.Service
 })
 
-export const ChatCompletionsLive: Layer.Layer<ChatCompletions, never, Responder | EdgeConfig | NodeRegistry> = Layer.effect(
-  ChatCompletions,
-  make
-)
+export const ChatCompletionsLive: Layer.Layer<ChatCompletions, never, Gateway> = Layer.effect(ChatCompletions, make)
 
 /** `ChatCompletions.request` of the service in context. */
 export const request = (wire: ChatCompletionRequest) => Effect.flatMap(ChatCompletions, (c) => c.request(wire))

@@ -15,11 +15,12 @@ import * as ChatRun from "../../../src/chat/ChatRun.js"
 import * as EdgeConfig from "../../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../../src/config/loadConfig.js"
 import { sseError } from "../../../src/dialects/chat-completions/render.js"
-import { ResponderLive } from "../../../src/dialects/Responder.js"
+import { GatewayLive } from "../../../src/chat/Gateway.js"
+import { ResponderLive } from "../../../src/chat/Responder.js"
 import { HttpAppLive } from "../../../src/http/HttpLive.js"
 import { LifecycleLive } from "../../../src/http/Lifecycle.js"
-import { LimitsLive } from "../../../src/http/Limits.js"
-import { ChatCompletion, ChatCompletionChunk, ChatCompletions, type RunOutcomeError, type SubmitError } from "../../../src/index.js"
+import { LimitsLive } from "../../../src/chat/Limits.js"
+import { ChatCompletion, ChatCompletionChunk, ChatCompletions } from "../../../src/index.js"
 import { MetricsTest } from "../../../src/observability/Metrics.js"
 import { messageText } from "../../../src/providers/echo/Echo.js"
 import { fromStream } from "../../../src/providers/Provider.js"
@@ -112,7 +113,8 @@ const setup = Effect.gen(function* () {
     Effect.flatMap(NodeRegistry, (r) => Effect.zipRight(r.register(node.connection), r.register(fullNode)))
   )
   const services = ChatCompletions.ChatCompletionsLive.pipe(
-    Layer.provideMerge(ResponderLive),
+    Layer.provideMerge(GatewayLive),
+    Layer.provideMerge(Layer.merge(ResponderLive, LimitsLive)),
     Layer.provideMerge(ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })),
     Layer.provideMerge(Layer.merge(MetricsTest, register)),
     Layer.provideMerge(RunServiceM.layer({ idleTimeoutMs: 60_000 })),
@@ -120,7 +122,7 @@ const setup = Effect.gen(function* () {
     Layer.provideMerge(EdgeConfig.layer(config))
   )
   const layer = HttpAppLive.pipe(
-    Layer.provide(Layer.mergeAll(LifecycleLive, LimitsLive)),
+    Layer.provide(LifecycleLive),
     Layer.provideMerge(services),
     Layer.provideMerge(NodeHttpServer.layerTest)
   )
@@ -151,8 +153,9 @@ const decodeCompletion = Schema.decodeUnknownSync(ChatCompletion)
 const decodeChunk = Schema.decodeUnknownSync(ChatCompletionChunk)
 
 /** Every error of the API, by tag: compiles only while the handlers cover the whole union. */
-const explain = <A>(effect: Effect.Effect<A, SubmitError | RunOutcomeError>): Effect.Effect<A | string> =>
+const explain = <A>(effect: Effect.Effect<A, ChatCompletions.ResponseError>): Effect.Effect<A | string> =>
   Effect.catchTags(effect, {
+    RateLimited: (e) => Effect.succeed(`rate limited: ${e.limit}`),
     NoNodeForModel: (e) => Effect.succeed(`no node for ${e.model}`),
     NodesAtCapacity: (e) => Effect.succeed(`at capacity: ${e.model}`),
     NodeUnavailable: (e) => Effect.succeed(`node unavailable: ${e.reason}`),
@@ -166,8 +169,9 @@ const explain = <A>(effect: Effect.Effect<A, SubmitError | RunOutcomeError>): Ef
   })
 
 /** The same, as an exhaustive `Match` on a value. */
-const tagOf = Match.type<SubmitError | RunOutcomeError>().pipe(
+const tagOf = Match.type<ChatCompletions.ResponseError>().pipe(
   Match.tagsExhaustive({
+    RateLimited: () => "limit",
     NoNodeForModel: () => "submit",
     NodesAtCapacity: () => "submit",
     NodeUnavailable: () => "submit",

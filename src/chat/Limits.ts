@@ -4,8 +4,8 @@ import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import { EdgeConfig } from "../config/EdgeConfig.js"
-import type { KeyPolicy } from "./Auth.js"
-import { RateLimited } from "../chat/EdgeError.js"
+import type { KeyPolicy } from "./KeyPolicy.js"
+import { RateLimited } from "./EdgeError.js"
 import { onClose } from "../common/onClose.js"
 
 interface Counts {

@@ -1,6 +1,6 @@
 import { Readable } from "node:stream"
-import type { ChatRun } from "../chat/ChatRun.js"
-import type { Emission } from "../chat/session.js"
+import type { ChatRun } from "./ChatRun.js"
+import type { Emission } from "./session.js"
 
 /** What a body emits when the run was ended early while its socket held it up (see `SessionBody`). */
 export const ABANDONED = "iop:abandoned"
