@@ -33,8 +33,34 @@ export {
 } from "../chat/Rendering.js"
 import type { Rendered, RunInfo, StreamRenderer } from "../chat/Rendering.js"
 
+/**
+ * An endpoint an API has beside its main one (Anthropic's `count_tokens`): the same guard and body limit, its body
+ * decoded, the model it names checked at the door (it must exist for the caller), then answered without a run.
+ */
+/** A route's path (the router's `PathInput`: it starts with `/`). */
+export type RoutePath = `/${string}`
+
+export interface DialectEndpoint {
+  readonly path: RoutePath
+  /** The body decoded: the model it names, and the answer (computed once the model was allowed). */
+  readonly handle: (
+    body: string
+  ) => Either.Either<{ readonly model: string; readonly answer: () => unknown }, InvalidRequest>
+}
+
 export interface Dialect<W> {
   readonly api: Api
+  /** Where it is served (`POST`). */
+  readonly path: RoutePath
+  /**
+   * Whether a request to a route every API shares (the model list, a route the edge does not have) speaks this
+   * API, by its headers; the first dialect that says so answers it in its shape (else Chat Completions').
+   */
+  readonly speaks: (headers: Readonly<Record<string, string | undefined>>) => boolean
+  /** `GET /v1/models` in this API's shape: the models the caller may use, ids and aliases. */
+  readonly modelList: (names: ReadonlyArray<string>) => unknown
+  /** Its endpoints beside `path`. */
+  readonly endpoints: ReadonlyArray<DialectEndpoint>
   /** Parses and decodes the body; an error names the offending field in a few hundred characters. */
   readonly decode: (body: string) => Either.Either<W, InvalidRequest>
   /** The model name the caller asked for (maybe an alias). */

@@ -5,10 +5,8 @@ import * as Effect from "effect/Effect"
 import * as ChatCompletions from "../dialects/chat-completions/ChatCompletions.js"
 import * as Responses from "../dialects/responses/Responses.js"
 import * as Messages from "../dialects/messages/Messages.js"
-import { estimateInputTokens } from "../dialects/messages/countTokens.js"
-import { decodeCountTokens } from "../dialects/messages/request.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
-import type { Dialect, EdgeError, ErrorAnswer } from "../dialects/Dialect.js"
+import type { Dialect, DialectEndpoint, EdgeError, ErrorAnswer } from "../dialects/Dialect.js"
 import { Gateway } from "../chat/Gateway.js"
 import { clip } from "../common/clip.js"
 import { Metrics } from "../observability/Metrics.js"
@@ -48,14 +46,22 @@ const answerErrors = <R>(
 
 const SSE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" }
 
-/** Anthropic's clients send `anthropic-version` on every request: they get Anthropic's shapes. */
-const isAnthropic = Effect.map(HttpServerRequest.HttpServerRequest, (r) => r.headers["anthropic-version"] !== undefined)
+/** What the routes every API shares need of an API: whether a request speaks it, and its shapes. */
+type SharedShapes = Pick<Dialect<unknown>, "speaks" | "modelList" | "error">
+
+/** The APIs the edge speaks, Chat Completions the default shape of the routes they share. */
+const SHARED: ReadonlyArray<SharedShapes> = [ChatCompletions.dialect, Responses.dialect, Messages.dialect]
+
+/** The API a request to a shared route (the model list, a route the edge does not have) speaks, by its headers. */
+const spokenBy = Effect.map(
+  HttpServerRequest.HttpServerRequest,
+  (r): SharedShapes => SHARED.find((d) => d.speaks(r.headers)) ?? ChatCompletions.dialect
+)
 
 /** The edge server's answer to a route it does not have, in the caller's API's shape. */
 export const notFound = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const error = new RouteNotFound({ method: request.method, path: request.url })
-  return (yield* isAnthropic) ? answer(Messages.dialect.error(error)) : errorResponse(error)
+  return answer((yield* spokenBy).error(new RouteNotFound({ method: request.method, path: request.url })))
 })
 
 export const makeRoutes = Effect.gen(function* () {
@@ -96,9 +102,9 @@ export const makeRoutes = Effect.gen(function* () {
       })
     )
 
-  const models = Effect.flatMap(isAnthropic, (anthropic) =>
+  const models = Effect.flatMap(spokenBy, (dialect) =>
     answerErrors(
-      anthropic ? Messages.dialect.error : toHttpError,
+      dialect.error,
       Effect.gen(function* () {
         const key = yield* guard
         const names = new Set<string>()
@@ -107,24 +113,21 @@ export const makeRoutes = Effect.gen(function* () {
           names.add(m.id)
           for (const alias of m.aliases) names.add(alias)
         }
-        if (anthropic) return HttpServerResponse.unsafeJson(Messages.modelList(Array.from(names)))
-        return HttpServerResponse.unsafeJson({
-          object: "list",
-          data: Array.from(names, (id) => ({ id, object: "model", created: 0, owned_by: "iop" }))
-        })
+        return HttpServerResponse.unsafeJson(dialect.modelList(Array.from(names)))
       })
     ))
 
-  /** `POST /v1/messages/count_tokens`: an estimate (`estimateInputTokens`), behind the same guard; no run. */
-  const countTokens = answerErrors(
-    Messages.dialect.error,
-    Effect.gen(function* () {
-      const key = yield* guard
-      const wire = yield* decodeCountTokens(yield* readBody(config.server.maxBodyBytes))
-      yield* gateway.model(wire.model, key)
-      return HttpServerResponse.unsafeJson({ input_tokens: estimateInputTokens(wire) })
-    })
-  )
+  /** An API's endpoint beside its main one: the same guard and body limit, the model it names allowed; no run. */
+  const endpoint = (dialect: SharedShapes, e: DialectEndpoint) =>
+    answerErrors(
+      dialect.error,
+      Effect.gen(function* () {
+        const key = yield* guard
+        const call = yield* e.handle(yield* readBody(config.server.maxBodyBytes))
+        yield* gateway.model(call.model, key)
+        return HttpServerResponse.unsafeJson(call.answer())
+      })
+    )
 
   /** `HEAD /` and `GET /`: Claude Code probes its base URL (without a key) before it starts. */
   const root = Effect.succeed(HttpServerResponse.empty({ status: 200 }))
@@ -141,11 +144,16 @@ export const makeRoutes = Effect.gen(function* () {
     Effect.map(({ body, contentType }) => HttpServerResponse.text(body, { contentType }))
   )
 
-  return HttpRouter.empty.pipe(
-    HttpRouter.post("/v1/chat/completions", serve(ChatCompletions.dialect)),
-    HttpRouter.post("/v1/responses", serve(Responses.dialect)),
-    HttpRouter.post("/v1/messages", serve(Messages.dialect)),
-    HttpRouter.post("/v1/messages/count_tokens", countTokens),
+  /** An API's routes: its main one and its own endpoints. */
+  const api = <W>(dialect: Dialect<W>) =>
+    HttpRouter.fromIterable([
+      HttpRouter.makeRoute("POST", dialect.path, serve(dialect)),
+      ...dialect.endpoints.map((e) => HttpRouter.makeRoute("POST", e.path, endpoint(dialect, e)))
+    ])
+
+  // Adding an API is its folder and one line here (and in SHARED).
+  const apis = HttpRouter.concatAll(api(ChatCompletions.dialect), api(Responses.dialect), api(Messages.dialect))
+  return apis.pipe(
     HttpRouter.head("/", root),
     HttpRouter.get("/", root),
     HttpRouter.get("/v1/models", models),

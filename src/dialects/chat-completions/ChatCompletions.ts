@@ -7,6 +7,7 @@ import type { ModelNotFound } from "../../chat/errors.js"
 import type { InvalidRequest } from "../../chat/EdgeError.js"
 import { Gateway, type ResponseError } from "../../chat/Gateway.js"
 import { toHttpError } from "../openaiError.js"
+import { openAiModelList } from "../openaiModels.js"
 import type { NoNodeForModel } from "../../protocol/errors.js"
 import type { Dialect, RunInfo } from "../Dialect.js"
 import type { ChatCompletion, ChatCompletionChunk } from "./completion.js"
@@ -36,6 +37,11 @@ export const renderContext = (request: ChatRequest, model: string, run: RunInfo)
 /** OpenAI Chat Completions: `POST /v1/chat/completions`. */
 export const dialect: Dialect<ChatCompletionRequest> = {
   api: "chat_completions",
+  path: "/v1/chat/completions",
+  // The default shape of the routes every API shares.
+  speaks: () => false,
+  modelList: openAiModelList,
+  endpoints: [],
   decode: decodeBody,
   model: (wire) => wire.model,
   toChatRequest,

@@ -1,7 +1,9 @@
+import * as Either from "effect/Either"
 import type { Dialect, RunInfo } from "../Dialect.js"
+import { estimateInputTokens } from "./countTokens.js"
 import { toAnthropicError } from "./errors.js"
 import * as Render from "./render.js"
-import { decodeBody, toChatRequest } from "./request.js"
+import { decodeBody, decodeCountTokens, toChatRequest } from "./request.js"
 import type { MessagesRequest } from "./wire.js"
 
 /** `msg_` and the run id's own part, as `chatcmpl-` is for Chat Completions. */
@@ -12,6 +14,19 @@ const context = (wire: MessagesRequest, run: RunInfo): Render.MessageContext => 
 /** Anthropic Messages: `POST /v1/messages`. */
 export const dialect: Dialect<MessagesRequest> = {
   api: "messages",
+  path: "/v1/messages",
+  // Anthropic's clients send `anthropic-version` on every request: they get Anthropic's shapes.
+  speaks: (headers) => headers["anthropic-version"] !== undefined,
+  modelList: (names) => modelList(names),
+  endpoints: [{
+    // An estimate (`estimateInputTokens`) behind the same guard; no run.
+    path: "/v1/messages/count_tokens",
+    handle: (body) =>
+      Either.map(decodeCountTokens(body), (wire) => ({
+        model: wire.model,
+        answer: () => ({ input_tokens: estimateInputTokens(wire) })
+      }))
+  }],
   decode: decodeBody,
   model: (wire) => wire.model,
   toChatRequest,

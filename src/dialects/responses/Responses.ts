@@ -1,4 +1,5 @@
 import { toHttpError } from "../openaiError.js"
+import { openAiModelList } from "../openaiModels.js"
 import type { Dialect, RunInfo } from "../Dialect.js"
 import * as Render from "./render.js"
 import { decodeBody, toChatRequest } from "./request.js"
@@ -57,6 +58,10 @@ const context = (wire: ResponsesRequest, run: RunInfo): Render.ResponseContext =
  */
 export const dialect: Dialect<ResponsesRequest> = {
   api: "responses",
+  path: "/v1/responses",
+  speaks: () => false,
+  modelList: openAiModelList,
+  endpoints: [],
   decode: decodeBody,
   model: (wire) => wire.model,
   toChatRequest,
