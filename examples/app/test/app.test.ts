@@ -27,7 +27,6 @@ const explain = (e: SubmitError | RunOutcomeError | ChatCompletions.RequestError
     case "RunTimedOut":
     case "ToolValidationFailed":
     case "ToolValidationRetryFailed":
-    case "NoNodeAccepted":
     case "UpstreamRejected":
       return `failed: ${e.message}`
   }

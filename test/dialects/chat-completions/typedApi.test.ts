@@ -161,7 +161,6 @@ const explain = <A>(effect: Effect.Effect<A, SubmitError | RunOutcomeError>): Ef
     RunTimedOut: (e) => Effect.succeed(`timed out after ${e.idleMs} ms`),
     ToolValidationFailed: (e) => Effect.succeed(`invalid tool call: ${e.reason}`),
     ToolValidationRetryFailed: (e) => Effect.succeed(`retry failed: ${e.reason}`),
-    NoNodeAccepted: (e) => Effect.succeed(`no node accepted: ${e.reason}`),
     UpstreamRejected: (e) => Effect.succeed(`upstream ${e.status}: ${e.message}`)
   })
 
@@ -176,7 +175,6 @@ const tagOf = Match.type<SubmitError | RunOutcomeError>().pipe(
     RunTimedOut: () => "outcome",
     ToolValidationFailed: () => "outcome",
     ToolValidationRetryFailed: () => "outcome",
-    NoNodeAccepted: () => "outcome",
     UpstreamRejected: () => "outcome"
   })
 )
