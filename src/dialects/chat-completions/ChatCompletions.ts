@@ -12,7 +12,7 @@ import { toHttpError } from "../openaiError.js"
 import * as Logging from "../../observability/Logging.js"
 import type { NoNodeForModel, SubmitError } from "../../protocol/errors.js"
 import { NodeRegistry } from "../../run/NodeRegistry.js"
-import type { Dialect, RunInfo } from "../Dialect.js"
+import { type Dialect, type RunInfo, runIdSuffix } from "../Dialect.js"
 import { Responder } from "../Responder.js"
 import type { ChatCompletion, ChatCompletionChunk } from "./completion.js"
 import * as Render from "./render.js"
@@ -28,7 +28,7 @@ export type { SubmitError } from "../../protocol/errors.js"
 
 /** What the Chat Completions renderers need of a request; `model` is the name the response carries. */
 export const renderContext = (request: ChatRequest, model: string, run: RunInfo): Render.ResponseContext => ({
-  id: `chatcmpl-${run.runId.slice(4)}`,
+  id: `chatcmpl-${runIdSuffix(run)}`,
   created: run.created,
   model,
   reasoningField: request.policy.reasoningField,

@@ -1,11 +1,11 @@
-import type { Dialect, RunInfo } from "../Dialect.js"
+import { type Dialect, type RunInfo, runIdSuffix } from "../Dialect.js"
 import { toAnthropicError } from "./errors.js"
 import * as Render from "./render.js"
 import { decodeBody, toChatRequest } from "./request.js"
 import type { MessagesRequest } from "./wire.js"
 
 /** `msg_` and the run id's own part, as `chatcmpl-` is for Chat Completions. */
-export const messageId = (run: RunInfo): string => `msg_${run.runId.startsWith("run_") ? run.runId.slice(4) : run.runId}`
+export const messageId = (run: RunInfo): string => `msg_${runIdSuffix(run)}`
 
 const context = (wire: MessagesRequest, run: RunInfo): Render.MessageContext => ({ id: messageId(run), model: wire.model })
 
