@@ -22,8 +22,8 @@ export { BusConfig, BusConnectFailed, NodeSettings } from "./node/nats/BusConfig
  * The remote nodes of the config's `bus` (none without one), registered in the NodeRegistry while they
  * announce themselves: pass it as `nodes` to `Edge.compose`, merged beside `Edge.EmbeddedNodeLive` if you like.
  */
-export const edgeLive: Layer.Layer<never, BusConnectFailed, EdgeConfig | NodeRegistry> = Layer.empty.pipe(
-  Layer.provide(Layer.unwrapEffect(Effect.map(EdgeConfig, (c) => EdgeTransport.layerFromConfig(c.bus))))
+export const edgeLive: Layer.Layer<never, BusConnectFailed, EdgeConfig | NodeRegistry> = Layer.unwrapEffect(
+  Effect.map(EdgeConfig, (c) => EdgeTransport.layerFromConfig(c.bus))
 )
 
 /** `Edge.serverLayer` with the config's remote nodes: what `iop edge` runs. */

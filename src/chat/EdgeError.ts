@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { clip } from "../common/clip.js"
 import type { SubmitError } from "../protocol/errors.js"
 import type { ModelNotFound, RunOutcomeError } from "./errors.js"
 
@@ -58,13 +59,13 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   }
 }
 
-/** A value the caller sent, quoted back in a message: never more than a short prefix of it. */
-const clip = (value: string): string => (value.length > 100 ? `${value.slice(0, 100)}...` : value)
+/** A value the caller sent, quoted back in a message, is clipped to this: never more than a short prefix of it. */
+const MAX_QUOTED = 100
 
 /** A `Host` outside the names a loopback-bound edge answers to (DNS rebinding). */
 export class HostNotAllowed extends Schema.TaggedError<HostNotAllowed>()("HostNotAllowed", { host: Schema.String }) {
   override get message(): string {
-    return `host '${clip(this.host)}' is not allowed: add it to server.allowedHosts`
+    return `host '${clip(this.host, MAX_QUOTED)}' is not allowed: add it to server.allowedHosts`
   }
 }
 
@@ -73,7 +74,7 @@ export class OriginNotAllowed extends Schema.TaggedError<OriginNotAllowed>()("Or
   origin: Schema.String
 }) {
   override get message(): string {
-    return `origin '${clip(this.origin)}' is not allowed: add it to server.cors.allowedOrigins`
+    return `origin '${clip(this.origin, MAX_QUOTED)}' is not allowed: add it to server.cors.allowedOrigins`
   }
 }
 

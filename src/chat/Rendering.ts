@@ -13,6 +13,9 @@ export interface RunInfo {
   readonly created: number
 }
 
+/** The run id's own part (`run_<unique>` → `<unique>`): a response and its items are named after the run. */
+export const runIdSuffix = (run: RunInfo): string => (run.runId.startsWith("run_") ? run.runId.slice(4) : run.runId)
+
 /** One streamed response's renderer, built once per response (it may keep state: indices, sequence numbers). */
 export interface StreamRenderer {
   /** The stream's opening events, written together with the run's first batch. */

@@ -71,7 +71,6 @@ export const failureBeforeOutput = (out: ReadonlyArray<Emission>): RunOutcomeErr
       return undefined
     case "RunFailed":
     case "RunTimedOut":
-    case "NoNodeAccepted":
     case "UpstreamRejected":
       return only.error
   }

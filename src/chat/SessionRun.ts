@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import type { RunError } from "../protocol/errors.js"
 import type { ReadyWhen, RunRead } from "../run/RunChannel.js"
 import { awaitReady, type RunDispatch, type RunHandle } from "../run/RunHandle.js"
-import { NoNodeAccepted, type RunOutcomeError, RunFailed, RunTimedOut } from "./errors.js"
+import { type RunOutcomeError, RunFailed, RunTimedOut } from "./errors.js"
 import type { FoldTiming } from "./runReport.js"
 import * as Session from "./session.js"
 
@@ -40,8 +40,6 @@ export const runOutcome = (e: RunError): RunOutcomeError => {
   switch (e._tag) {
     case "RunIdle":
       return new RunTimedOut({ idleMs: e.idleMs })
-    case "NodeUnavailable":
-      return new NoNodeAccepted({ reason: e.reason })
     case "NodeDisconnected":
     case "StreamClosed":
     case "RunCancelled":

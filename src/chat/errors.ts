@@ -47,13 +47,6 @@ export class ToolValidationRetryFailed extends Schema.TaggedError<ToolValidation
   }
 }
 
-/** Every node offered the run refused it (all at capacity or draining) before it produced anything. */
-export class NoNodeAccepted extends Schema.TaggedError<NoNodeAccepted>()("NoNodeAccepted", { reason: Schema.String }) {
-  override get message(): string {
-    return `no node could take the run: ${this.reason}`
-  }
-}
-
 /**
  * The upstream answered the run's request with a 4xx: its status, its own error `code`, its message
  * (clipped and scrubbed of credentials by the provider) and its `Retry-After` in seconds.
@@ -102,5 +95,4 @@ export type RunOutcomeError =
   | RunTimedOut
   | ToolValidationFailed
   | ToolValidationRetryFailed
-  | NoNodeAccepted
   | UpstreamRejected

@@ -21,7 +21,6 @@ export const outcomeOf = (terminal: Session.Terminal | undefined): Outcome => {
     case "RunFailed":
       // A client that stopped reading left, as one that closed its socket did.
       return terminal.error.cause?._tag === "WriteStalled" ? "cancelled" : "error"
-    case "NoNodeAccepted":
     case "UpstreamRejected":
       return "error"
   }

@@ -359,7 +359,7 @@ const flushToolText = (s: Open, toolText: Holdback.ToolTextState, out: Array<Emi
 
 const invalid = (reason: string): Emission => ({ _tag: "Error", error: new ToolValidationFailed({ reason }) })
 
-/** Folds a whole run at once (the non-stream and buffered paths). */
+/** Folds a whole run's inputs at once: its emissions, in order (what `step` over every input gives). */
 export const run = (config: SessionConfig, inputs: Iterable<SessionInput>): ReadonlyArray<Emission> => {
   let s = initial(config)
   const out: Array<Emission> = []

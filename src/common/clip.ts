@@ -17,16 +17,18 @@ const limitOf = (max: number): number => (Number.isFinite(max) ? Math.max(0, Mat
 
 /**
  * `text` when it has at most `max` UTF-16 code units, else its start and a marker, `max` code units at most (when
- * `max` is too small for a marker, the start alone). Never splits a surrogate pair.
+ * `max` is too small for a marker, the start alone). Never splits a surrogate pair. The marker counts what was
+ * left off (`clipMarker`); `"ellipsis"` is a bare `…`, for a few words inside a one-line message (a Schema
+ * issue's path and text, an upstream's error message).
  */
-export const clip = (text: string, max: number): string => {
+export const clip = (text: string, max: number, marker: "counted" | "ellipsis" = "counted"): string => {
   const limit = limitOf(max)
   if (text.length <= limit) return text
   // The longest marker this text can need: fewer units left off take no more digits.
-  const room = limit - clipMarker(text.length).length
+  const room = limit - (marker === "ellipsis" ? 1 : clipMarker(text.length).length)
   if (room < 0) return text.slice(0, cutAt(text, limit))
   const end = cutAt(text, room)
-  return text.slice(0, end) + clipMarker(text.length - end)
+  return text.slice(0, end) + (marker === "ellipsis" ? "…" : clipMarker(text.length - end))
 }
 
 /** JSON of a value for a message: `JSON.stringify` where it can, else `String`; never throws. */

@@ -2,6 +2,7 @@ import * as Arr from "effect/Array"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as AST from "effect/SchemaAST"
+import { clip } from "./clip.js"
 
 /**
  * Schema decode errors as one short line per problem, each naming the JSON
@@ -18,20 +19,18 @@ const MAX_MESSAGE = 170
 const MAX_EXPECTED = 120
 const MAX_QUOTED = 40
 
-/** `s` cut to `max` characters, marked with `…` when it was longer. */
-export const clip = (s: string, max: number): string => (s.length <= max ? s : `${s.slice(0, max - 1)}…`)
-
 /** `models[0].provider.baseUrl` (with root "$": `$.models[0]...`); a long key is clipped. */
 export const jsonPath = (path: ReadonlyArray<PropertyKey>, root = ""): string =>
   clip(
     path.reduce<string>((acc, key) => {
       if (typeof key === "number") return `${acc}[${key}]`
       const name = String(key)
-      if (name.length > MAX_KEY) return `${acc}[${JSON.stringify(clip(name, MAX_KEY))}]`
+      if (name.length > MAX_KEY) return `${acc}[${JSON.stringify(clip(name, MAX_KEY, "ellipsis"))}]`
       if (!/^[A-Za-z_$][\w$]*$/.test(name)) return `${acc}[${JSON.stringify(name)}]`
       return acc === "" ? name : `${acc}.${name}`
     }, root),
-    MAX_PATH
+    MAX_PATH,
+    "ellipsis"
   )
 
 /** How the offending value appears: `hide` (requests: its kind only) or `short` (config files: short scalars quoted). */
@@ -42,7 +41,7 @@ const kindOf = (u: unknown): string => (u === null ? "null" : Array.isArray(u) ?
 const describeValue = (u: unknown, values: ValuePolicy): string => {
   if (values === "short") {
     if (typeof u === "string") return u.length <= MAX_QUOTED ? JSON.stringify(u) : `string of ${u.length} characters`
-    if (typeof u === "number" || typeof u === "boolean" || u === null) return clip(String(u), MAX_QUOTED)
+    if (typeof u === "number" || typeof u === "boolean" || u === null) return clip(String(u), MAX_QUOTED, "ellipsis")
   }
   return kindOf(u)
 }
@@ -62,7 +61,7 @@ const expected = (ast: AST.AST, depth = 0): ReadonlyArray<string> => {
   if (depth > 8) return ["value"]
   switch (ast._tag) {
     case "Literal":
-      return [clip(typeof ast.literal === "bigint" ? `${ast.literal}n` : JSON.stringify(ast.literal), MAX_QUOTED)]
+      return [clip(typeof ast.literal === "bigint" ? `${ast.literal}n` : JSON.stringify(ast.literal), MAX_QUOTED, "ellipsis")]
     case "Union":
       return Arr.dedupe(ast.types.flatMap((t) => expected(t, depth + 1)))
     case "TypeLiteral":
@@ -78,7 +77,7 @@ const expected = (ast: AST.AST, depth = 0): ReadonlyArray<string> => {
     case "Declaration":
       return [Option.getOrElse(annotation(ast), () => "value")]
     default:
-      return [clip(String(ast), MAX_QUOTED)]
+      return [clip(String(ast), MAX_QUOTED, "ellipsis")]
   }
 }
 
@@ -94,8 +93,8 @@ const shorten = (issue: ParseResult.ParseIssue, values: ValuePolicy): ParseResul
         issue.ast,
         issue.actual,
         issue.message !== undefined
-          ? clip(issue.message, MAX_MESSAGE)
-          : `Expected ${clip(expected(issue.ast).join(" | "), MAX_EXPECTED)}, actual ${describeValue(issue.actual, values)}`
+          ? clip(issue.message, MAX_MESSAGE, "ellipsis")
+          : `Expected ${clip(expected(issue.ast).join(" | "), MAX_EXPECTED, "ellipsis")}, actual ${describeValue(issue.actual, values)}`
       )
     case "Pointer":
       return new ParseResult.Pointer(issue.path, issue.actual, shorten(issue.issue, values))
@@ -126,7 +125,7 @@ const describeIssue = (issue: ParseResult.ArrayFormatterIssue): string => {
     case "Missing":
       return "missing (required)"
     default:
-      return clip(issue.message, MAX_MESSAGE)
+      return clip(issue.message, MAX_MESSAGE, "ellipsis")
   }
 }
 
@@ -157,7 +156,7 @@ export const primaryIssue = (error: ParseResult.ParseError, root = "", values: V
     const expectedAll = Arr.dedupe(parsed.flatMap((m) => (m?.[1] ?? "").split(" | "))).filter((e) => e !== "undefined")
     return {
       path,
-      message: clip(`Expected ${clip(expectedAll.join(" | "), MAX_EXPECTED)}, actual ${parsed[0]?.[2] ?? ""}`, MAX_MESSAGE)
+      message: clip(`Expected ${clip(expectedAll.join(" | "), MAX_EXPECTED, "ellipsis")}, actual ${parsed[0]?.[2] ?? ""}`, MAX_MESSAGE, "ellipsis")
     }
   }
   return { path, message: describeIssue(deepest) }

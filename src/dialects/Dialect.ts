@@ -28,6 +28,7 @@ export {
   KEEP_ALIVE_AFTER_MS,
   type Rendered,
   type RunInfo,
+  runIdSuffix,
   SSE_COMMENT_KEEP_ALIVE,
   type StreamRenderer
 } from "../chat/Rendering.js"

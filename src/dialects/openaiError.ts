@@ -60,7 +60,6 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
       return { status: 404, body: body(e.message, "invalid_request_error", "model", "model_not_found") }
     case "NoNodeForModel":
     case "NodesAtCapacity":
-    case "NoNodeAccepted":
     case "NodeUnavailable":
     case "ShuttingDown":
       return {

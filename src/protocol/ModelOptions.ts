@@ -9,6 +9,10 @@ import * as Schema from "effect/Schema"
 export const TEXT_FORMATS = ["xml", "mustache", "qwen3_xml", "mistral", "bare_json"] as const
 export type TextFormat = (typeof TEXT_FORMATS)[number]
 
+/** How a model is given tools: the upstream's native `tools`, or described in the prompt and parsed out of the text. */
+export const ToolMode = Schema.Literal("native", "text")
+export type ToolMode = typeof ToolMode.Type
+
 export const OutputConfig = Schema.Struct({
   strict: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   streamBuffer: Schema.optionalWith(Schema.Boolean, { default: () => false }),
@@ -38,7 +42,7 @@ export const modelOptionsFields = {
   id: Schema.String.pipe(Schema.minLength(1)),
   /** Other names callers may use for this model (an agent's default model names); answered as the model. */
   aliases: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
-  tools: Schema.optionalWith(Schema.Literal("native", "text"), { default: () => "native" as const }),
+  tools: Schema.optionalWith(ToolMode, { default: () => "native" as const }),
   /** Text tool-call formats parsed out of this model's output (default: all). */
   toolFormats: Schema.optionalWith(Schema.Array(Schema.Literal(...TEXT_FORMATS)), { default: () => TEXT_FORMATS }),
   output: Schema.optionalWith(OutputConfig, { default: () => OutputConfig.make({}) }),

@@ -73,7 +73,7 @@ export class RunCancelled extends Schema.TaggedError<RunCancelled>()("RunCancell
 }
 
 /** How a run's events end other than by its own terminal event. */
-export type RunError = NodeDisconnected | StreamClosed | NodeUnavailable | RunIdle | WriteStalled | RunCancelled
+export type RunError = NodeDisconnected | StreamClosed | RunIdle | WriteStalled | RunCancelled
 
 /** The run's request is larger than the transport carries (the NATS server's `max_payload`): no node can take it. */
 export class RunRequestTooLarge extends Schema.TaggedError<RunRequestTooLarge>()("RunRequestTooLarge", {

@@ -1,5 +1,4 @@
 import * as Chunk from "effect/Chunk"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -23,8 +22,6 @@ export class ProviderError extends Schema.TaggedError<ProviderError>()("Provider
 export interface Provider {
   readonly start: (request: SubmitRunRequest, sink: RunSink) => Effect.Effect<void, never, Scope.Scope>
 }
-
-export const Provider = Context.GenericTag<Provider>("@iop/edge/Provider")
 
 /**
  * A provider from an Effect `Stream` of run events: the stream runs in a

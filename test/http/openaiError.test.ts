@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ModelNotFound, NoNodeAccepted, RunFailed, RunTimedOut, ToolValidationFailed, ToolValidationRetryFailed } from "../../src/chat/errors.js"
+import { ModelNotFound, RunFailed, RunTimedOut, ToolValidationFailed, ToolValidationRetryFailed } from "../../src/chat/errors.js"
 import { BodyTooLarge, InvalidRequest, ShuttingDown, Unauthorized } from "../../src/chat/EdgeError.js"
 import { sseError as toSseError } from "../../src/dialects/chat-completions/render.js"
 import { toHttpError } from "../../src/dialects/openaiError.js"
@@ -17,8 +17,7 @@ describe("OpenAI error mapping", () => {
     [new RunFailed({ reason: "boom" }), 502, "run_error", null],
     [new ToolValidationFailed({ reason: "bad" }), 502, "tool_validation_error", null],
     [new ToolValidationRetryFailed({ reason: "no node" }), 502, "tool_validation_retry_error", null],
-    [new RunTimedOut({ idleMs: 1 }), 504, "timeout", null],
-    [new NoNodeAccepted({ reason: "at capacity" }), 503, "service_unavailable", "service_unavailable"]
+    [new RunTimedOut({ idleMs: 1 }), 504, "timeout", null]
   ] as const)("%s → %i %s", (error, status, type, code) => {
     const r = toHttpError(error)
     expect(r.status).toBe(status)

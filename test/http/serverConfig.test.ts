@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Either from "effect/Either"
 import * as JSONSchema from "effect/JSONSchema"
-import { NoNodeAccepted, RunFailed } from "../../src/chat/errors.js"
+import { RunFailed } from "../../src/chat/errors.js"
 import { defaultConfig, EdgeConfigSchema } from "../../src/config/EdgeConfig.js"
 import { parseConfigText } from "../../src/config/loadConfig.js"
 import { HostNotAllowed, OriginNotAllowed, RateLimited, ShuttingDown } from "../../src/chat/EdgeError.js"
@@ -46,7 +46,6 @@ describe("status headers", () => {
       new ShuttingDown(),
       new NoNodeForModel({ model: "m" }),
       new NodesAtCapacity({ model: "m" }),
-      new NoNodeAccepted({ reason: "r" }),
       new NodeUnavailable({ nodeId: NodeId.make("n"), reason: "gone" })
     ]) {
       const r = toHttpError(e)

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
-  NoNodeAccepted,
   RunFailed,
   RunTimedOut,
   ToolValidationFailed,
@@ -94,6 +93,5 @@ describe("final errors say so (x-should-retry: false)", () => {
   it("others are left to the client's own retry policy", () => {
     expect(toHttpError(new RunFailed({ reason: "node disconnected" })).headers).toBeUndefined()
     expect(toHttpError(new ToolValidationRetryFailed({ reason: "no node" })).headers).toBeUndefined()
-    expect(toHttpError(new NoNodeAccepted({ reason: "at capacity" })).headers?.["x-should-retry"]).toBeUndefined()
   })
 })

@@ -28,7 +28,6 @@ const explain = (e: ChatCompletions.ResponseError | ChatCompletions.RequestError
     case "RunTimedOut":
     case "ToolValidationFailed":
     case "ToolValidationRetryFailed":
-    case "NoNodeAccepted":
     case "UpstreamRejected":
       return `failed: ${e.message}`
   }

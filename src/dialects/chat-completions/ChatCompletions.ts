@@ -9,7 +9,7 @@ import { Gateway, type ResponseError } from "../../chat/Gateway.js"
 import { toHttpError } from "../openaiError.js"
 import { openAiModelList } from "../openaiModels.js"
 import type { NoNodeForModel } from "../../protocol/errors.js"
-import type { Dialect, RunInfo } from "../Dialect.js"
+import { type Dialect, type RunInfo, runIdSuffix } from "../Dialect.js"
 import type { ChatCompletion, ChatCompletionChunk } from "./completion.js"
 import * as Render from "./render.js"
 import { decodeBody, toChatRequest } from "./request.js"
@@ -26,7 +26,7 @@ export type { SubmitError } from "../../protocol/errors.js"
 
 /** What the Chat Completions renderers need of a request; `model` is the name the response carries. */
 export const renderContext = (request: ChatRequest, model: string, run: RunInfo): Render.ResponseContext => ({
-  id: `chatcmpl-${run.runId.slice(4)}`,
+  id: `chatcmpl-${runIdSuffix(run)}`,
   created: run.created,
   model,
   reasoningField: request.policy.reasoningField,

@@ -141,7 +141,6 @@ export const sseError = (
     }
     case "RunFailed":
     case "RunTimedOut":
-    case "NoNodeAccepted":
       return { error: { type: "run_error", message: e.message } }
     case "ToolValidationFailed":
       return { error: { type: "tool_validation_error", message: e.message } }

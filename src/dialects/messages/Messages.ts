@@ -1,5 +1,5 @@
 import * as Either from "effect/Either"
-import type { Dialect, RunInfo } from "../Dialect.js"
+import { type Dialect, type RunInfo, runIdSuffix } from "../Dialect.js"
 import { estimateInputTokens } from "./countTokens.js"
 import { toAnthropicError } from "./errors.js"
 import * as Render from "./render.js"
@@ -7,7 +7,7 @@ import { decodeBody, decodeCountTokens, toChatRequest } from "./request.js"
 import type { MessagesRequest } from "./wire.js"
 
 /** `msg_` and the run id's own part, as `chatcmpl-` is for Chat Completions. */
-export const messageId = (run: RunInfo): string => `msg_${run.runId.startsWith("run_") ? run.runId.slice(4) : run.runId}`
+export const messageId = (run: RunInfo): string => `msg_${runIdSuffix(run)}`
 
 const context = (wire: MessagesRequest, run: RunInfo): Render.MessageContext => ({ id: messageId(run), model: wire.model })
 

@@ -91,7 +91,6 @@ export const toAnthropicError = (e: EdgeError): ErrorAnswer => {
     // No node can take the run now: Anthropic's "temporarily overloaded".
     case "NoNodeForModel":
     case "NodesAtCapacity":
-    case "NoNodeAccepted":
     case "NodeUnavailable":
       return answer(529, "overloaded_error", e.message, RETRY_SOON)
     case "ShuttingDown":
@@ -123,8 +122,6 @@ export const streamError = (e: RunOutcomeError): AnthropicError => {
       const r = rejection(e)
       return { type: r.type, message: r.message }
     }
-    case "NoNodeAccepted":
-      return { type: "overloaded_error", message: e.message }
     case "RunFailed":
     case "RunTimedOut":
     case "ToolValidationRetryFailed":

@@ -1,7 +1,7 @@
 import * as Either from "effect/Either"
 import { buildChatRequest, type ChatRequestLimits, type DialectRequest } from "../../chat/buildChatRequest.js"
 import type { ModelOptions } from "../../config/EdgeConfig.js"
-import { clip } from "../../common/parseIssues.js"
+import { clip } from "../../common/clip.js"
 import { InvalidRequest } from "../../chat/EdgeError.js"
 import { decodeJsonBody } from "../jsonBody.js"
 import type { ChatMessage, ContentPart, FunctionTool, MessageToolCall, ToolChoice } from "../../protocol/SubmitRunRequest.js"

@@ -1,6 +1,6 @@
 import { toHttpError } from "../openaiError.js"
 import { openAiModelList } from "../openaiModels.js"
-import type { Dialect, RunInfo } from "../Dialect.js"
+import { type Dialect, type RunInfo, runIdSuffix } from "../Dialect.js"
 import * as Render from "./render.js"
 import { decodeBody, toChatRequest } from "./request.js"
 import type { ResponsesRequest } from "./wire.js"
@@ -46,8 +46,7 @@ export const echoOf = (wire: ResponsesRequest): Render.Echo => ({
 
 /** What the Responses renderers need of a request. */
 const context = (wire: ResponsesRequest, run: RunInfo): Render.ResponseContext => {
-  // Run ids are `run_<unique>`: the response and its items are named after the run.
-  const suffix = run.runId.startsWith("run_") ? run.runId.slice(4) : run.runId
+  const suffix = runIdSuffix(run)
   return { id: `resp_${suffix}`, suffix, created: run.created, echo: echoOf(wire) }
 }
 

@@ -76,7 +76,6 @@ export const failedError = (e: RunOutcomeError): { readonly code: string; readon
     }
     case "RunFailed":
     case "RunTimedOut":
-    case "NoNodeAccepted":
       return { code: "server_error", message: e.message }
     case "ToolValidationFailed":
       return { code: "tool_validation_error", message: e.message }

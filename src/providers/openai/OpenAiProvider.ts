@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import type { ToolMode } from "../../protocol/ModelOptions.js"
 import type { RunSink } from "../../protocol/RunSink.js"
 import type { SubmitRunRequest } from "../../protocol/SubmitRunRequest.js"
 import type { Provider } from "../Provider.js"
@@ -36,7 +37,7 @@ export interface Options {
   readonly baseUrl: string
   readonly upstreamModel: string
   readonly apiKey: Redacted.Redacted<string> | undefined
-  readonly toolMode: "native" | "text"
+  readonly toolMode: ToolMode
   readonly headers?: Readonly<Record<string, string>>
 }
 

@@ -1,3 +1,4 @@
+import type { ToolMode } from "../../protocol/ModelOptions.js"
 import * as RunEvent from "../../protocol/RunEvent.js"
 import {
   chunkError,
@@ -19,8 +20,6 @@ import {
  * event, last. Whoever feeds it stops there (the provider leaves its
  * `streaming` state); the run's channel is the one terminator.
  */
-
-export type ToolMode = "native" | "text"
 
 interface PendingCall {
   readonly index: number

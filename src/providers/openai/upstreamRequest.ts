@@ -7,6 +7,7 @@ import type {
   SubmitRunRequest,
   ToolChoice
 } from "../../protocol/SubmitRunRequest.js"
+import type { ToolMode } from "../../protocol/ModelOptions.js"
 
 /**
  * `SubmitRunRequest` → the JSON body of `POST {baseUrl}/chat/completions`.
@@ -14,8 +15,6 @@ import type {
  * (Hermes style, the format most open models were trained on) and rewrites
  * the tool turns of the history into the same markup.
  */
-
-export type ToolMode = "native" | "text"
 
 export interface UpstreamRequestOptions {
   readonly upstreamModel: string

@@ -1,11 +1,12 @@
 import { TextDecoder } from "node:util"
 import type * as Undici from "@effect/platform-node/Undici"
 import * as Predicate from "effect/Predicate"
+import { clip } from "../../common/clip.js"
 import * as RunEvent from "../../protocol/RunEvent.js"
 import type { RunSink } from "../../protocol/RunSink.js"
 import * as Mapper from "./toRunEvents.js"
 import { makeUpstreamDecoder, type UpstreamDecoder } from "./upstreamSse.js"
-import { clip, errorBodyCode, errorBodyMessage, retryAfterSeconds, scrubSecrets, upstreamText } from "./upstreamWire.js"
+import { errorBodyCode, errorBodyMessage, retryAfterSeconds, scrubSecrets, upstreamText } from "./upstreamWire.js"
 
 /** Where a provider's requests go: one per configured model. */
 export interface Target {

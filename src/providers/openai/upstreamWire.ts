@@ -1,5 +1,6 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { clip } from "../../common/clip.js"
 
 /**
  * The upstream side of an OpenAI-compatible server: the streamed
@@ -107,8 +108,6 @@ export type UpstreamInput =
   | { readonly _tag: "Malformed"; readonly message: string }
 
 const MAX_QUOTED = 200
-
-export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text)
 
 // ---------------------------------------------------------------------------
 // chunk decoding: field guards
@@ -389,18 +388,20 @@ export const decodeEvent = (event: string | undefined, data: string): UpstreamIn
 
 /** The upstream's own error message from an error body, else the (trimmed, capped) body text. */
 export const errorBodyMessage = (body: string, max = 500): string => {
+  // `max` characters of the message, then `…`.
+  const capped = (message: string) => clip(message, max + 1, "ellipsis")
   const text = body.trim()
-  const fallback = text === "" ? "no error message" : clip(text, max)
+  const fallback = text === "" ? "no error message" : capped(text)
   const json = parseJson(text)
   if (Either.isLeft(json)) return fallback
-  if (typeof json.right === "string") return json.right.trim() === "" ? fallback : clip(json.right, max)
+  if (typeof json.right === "string") return json.right.trim() === "" ? fallback : capped(json.right)
   const decoded = decodeErrorBody(json.right)
   if (Either.isLeft(decoded)) return fallback
   const { detail, error, message } = decoded.right
   const fromError = error === undefined || error === null ? undefined : errorDetailMessage(error)
   const fromDetail = typeof detail === "string" ? detail : undefined
   const found = fromError ?? message ?? fromDetail
-  return found === undefined || found.trim() === "" ? fallback : clip(found, max)
+  return found === undefined || found.trim() === "" ? fallback : capped(found)
 }
 
 /** The upstream's own error `code` (`context_length_exceeded`, ...) from an error body, when it is a short token. */

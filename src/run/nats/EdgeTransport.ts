@@ -1,6 +1,5 @@
 import type { Msg } from "@nats-io/transport-node"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -224,13 +223,6 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
 // ---------------------------------------------------------------------------
 // Discovery
 
-export interface Discovery {
-  /** This edge's id on the bus. Remote nodes (and their models) are in the NodeRegistry while they live. */
-  readonly edgeId: string
-}
-
-export class NatsDiscovery extends Context.Tag("@iop/edge/NatsDiscovery")<NatsDiscovery, Discovery>() {}
-
 export interface DiscoverOptions {
   readonly bus: BusConfig
   /** This edge's id on the bus (default: random); a subject token. */
@@ -255,7 +247,7 @@ export const newEdgeId = (): string => `edge_${randomBytes(8).toString("base64ur
  */
 export const discover = (
   options: DiscoverOptions
-): Effect.Effect<Discovery, never, Scope.Scope | NatsConnection | NodeRegistry> =>
+): Effect.Effect<void, never, Scope.Scope | NatsConnection | NodeRegistry> =>
   Effect.gen(function* () {
     const bus = yield* NatsConnection
     const registry = yield* NodeRegistry
@@ -369,25 +361,18 @@ export const discover = (
     yield* heartbeat.pipe(Effect.repeat(every(3)), Effect.forkScoped)
     yield* watchNodes.pipe(Effect.repeat(Schedule.spaced(Duration.millis(watchInterval))), Effect.forkScoped)
     yield* Effect.logInfo("edge discovering nodes over NATS").pipe(Effect.annotateLogs({ edgeId }))
-
-    return { edgeId } satisfies Discovery
   })
-
-/** The discovery of an edge without a bus: no remote nodes, no announced models. */
-export const noDiscovery: Discovery = { edgeId: "" }
 
 /** The edge's side of the bus: connection, discovery and heartbeat, for as long as the layer lives. */
 export const edgeLayer = (
   options: DiscoverOptions
-): Layer.Layer<NatsDiscovery, BusConnectFailed, NodeRegistry> =>
-  Layer.scoped(NatsDiscovery, discover(options)).pipe(
+): Layer.Layer<never, BusConnectFailed, NodeRegistry> =>
+  Layer.scopedDiscard(discover(options)).pipe(
     Layer.provide(
       NatsBus.layer(options.bus, { name: options.edgeId === undefined ? "iop-edge" : `iop-edge-${options.edgeId}` })
     )
   )
 
-/** `edgeLayer` when the config has a `bus`, else `noDiscovery`. */
-export const layerFromConfig = (
-  bus: BusConfig | undefined
-): Layer.Layer<NatsDiscovery, BusConnectFailed, NodeRegistry> =>
-  bus === undefined ? Layer.succeed(NatsDiscovery, noDiscovery) : edgeLayer({ bus })
+/** `edgeLayer` when the config has a `bus`, else nothing: no remote nodes, no announced models. */
+export const layerFromConfig = (bus: BusConfig | undefined): Layer.Layer<never, BusConnectFailed, NodeRegistry> =>
+  bus === undefined ? Layer.empty : edgeLayer({ bus })

@@ -164,7 +164,6 @@ const explain = <A>(effect: Effect.Effect<A, ChatCompletions.ResponseError>): Ef
     RunTimedOut: (e) => Effect.succeed(`timed out after ${e.idleMs} ms`),
     ToolValidationFailed: (e) => Effect.succeed(`invalid tool call: ${e.reason}`),
     ToolValidationRetryFailed: (e) => Effect.succeed(`retry failed: ${e.reason}`),
-    NoNodeAccepted: (e) => Effect.succeed(`no node accepted: ${e.reason}`),
     UpstreamRejected: (e) => Effect.succeed(`upstream ${e.status}: ${e.message}`)
   })
 
@@ -180,7 +179,6 @@ const tagOf = Match.type<ChatCompletions.ResponseError>().pipe(
     RunTimedOut: () => "outcome",
     ToolValidationFailed: () => "outcome",
     ToolValidationRetryFailed: () => "outcome",
-    NoNodeAccepted: () => "outcome",
     UpstreamRejected: () => "outcome"
   })
 )

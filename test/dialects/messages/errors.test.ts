@@ -1,7 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
   ModelNotFound,
-  NoNodeAccepted,
   RunFailed,
   RunTimedOut,
   ToolValidationFailed,
@@ -49,7 +48,6 @@ describe("Anthropic error mapping: every EdgeError", () => {
     [new RunTimedOut({ idleMs: 1 }), 504, "timeout_error", FINAL],
     [new NoNodeForModel({ model: "m" }), 529, "overloaded_error", SOON],
     [new NodesAtCapacity({ model: "m" }), 529, "overloaded_error", SOON],
-    [new NoNodeAccepted({ reason: "at capacity" }), 529, "overloaded_error", SOON],
     [new NodeUnavailable({ nodeId: NodeId.make("n1"), reason: "draining" }), 529, "overloaded_error", SOON],
     [rejected(400), 400, "invalid_request_error", FINAL],
     [rejected(413), 413, "request_too_large", FINAL],
@@ -78,7 +76,6 @@ describe("Anthropic error mapping: every EdgeError", () => {
   it("stream error events use the types Anthropic sends in streams: a timeout is an api_error", () => {
     expect(streamError(new RunTimedOut({ idleMs: 1 }))).toEqual({ type: "api_error", message: "run timed out" })
     expect(streamError(new RunFailed({ reason: "x" }))).toEqual({ type: "api_error", message: "x" })
-    expect(streamError(new NoNodeAccepted({ reason: "r" })).type).toBe("overloaded_error")
     expect(streamError(rejected(429))).toEqual({ type: "rate_limit_error", message: "upstream says no" })
     expect(streamError(new ToolValidationFailed({ reason: "r" })).message).toBe("the model's tool calls failed validation: r")
   })

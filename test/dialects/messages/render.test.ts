@@ -1,7 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import {
-  NoNodeAccepted,
   RunFailed,
   RunTimedOut,
   ToolValidationFailed,
@@ -40,7 +39,6 @@ const outcome = fc.constantFrom(
   new RunFailed({ reason: "node disconnected" }),
   new RunTimedOut({ idleMs: 1000 }),
   new ToolValidationFailed({ reason: "get_weather: city must be a string" }),
-  new NoNodeAccepted({ reason: "at capacity" }),
   new UpstreamRejected({ status: 400, code: "context_length_exceeded", message: "too long", retryAfter: null }),
   new UpstreamRejected({ status: 429, code: null, message: "slow down", retryAfter: 2 })
 )

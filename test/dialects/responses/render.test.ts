@@ -7,7 +7,6 @@ import * as Schema from "effect/Schema"
 import { accumulateResponse } from "openai/lib/responses/ResponseAccumulator"
 import type { Response as SdkResponse, ResponseStreamEvent as SdkEvent } from "openai/resources/responses/responses"
 import {
-  NoNodeAccepted,
   type RunOutcomeError,
   RunFailed,
   RunTimedOut,
@@ -81,7 +80,6 @@ const usage = fc.option(
 const runError: fc.Arbitrary<RunOutcomeError> = fc.oneof(
   fc.constant(new RunFailed({ reason: "node disconnected" })),
   fc.constant(new RunTimedOut({ idleMs: 5 })),
-  fc.constant(new NoNodeAccepted({ reason: "busy" })),
   fc.constant(new ToolValidationFailed({ reason: "bad args" })),
   fc.constant(new ToolValidationRetryFailed({ reason: "no node" })),
   fc.constantFrom(400, 413, 429, 401, 404).map((status) =>

@@ -128,11 +128,11 @@ export const makeEdge = (bus: NatsBus.BusConfig, edgeId: string) =>
     const conn = yield* NatsBus.make(bus, { ...tuning, name: edgeId })
     const registry = yield* NodeRegistry.make
     const runs = yield* RunService.make({ idleTimeoutMs: 60_000 }).pipe(Effect.provideService(NodeRegistry.NodeRegistry, registry))
-    const discovery = yield* EdgeTransport.discover({ bus, edgeId }).pipe(
+    yield* EdgeTransport.discover({ bus, edgeId }).pipe(
       Effect.provideService(NatsBus.NatsConnection, conn),
       Effect.provideService(NodeRegistry.NodeRegistry, registry)
     )
-    return { edgeId, conn, registry, runs, discovery }
+    return { edgeId, conn, registry, runs }
   })
 
 export type Edge = Effect.Effect.Success<ReturnType<typeof makeEdge>>
