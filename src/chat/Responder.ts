@@ -115,11 +115,11 @@ export const make = Effect.gen(function* () {
         })
       }
       if (stream) yield* metrics.streamOpened
-      // One finalizer for both: the open-stream gauge and the response's count.
+      // One finalizer for both: the response's count, then the open-stream gauge (a gauge at 0 means every count is in).
       const counted = Effect.suspend(() =>
         metrics.request({ api: request.api, model: request.submit.model, stream, outcome: outcomeOf(terminal) })
       )
-      yield* onClose(stream ? Effect.zipRight(metrics.streamClosed, counted) : counted)
+      yield* onClose(stream ? Effect.zipRight(counted, metrics.streamClosed) : counted)
       return (t: Terminal) => {
         terminal = t
       }

@@ -330,6 +330,8 @@ describe("errors", () => {
 
   it("/metrics counts chat requests by model and outcome (success, error, timeout)", async () => {
     const labels = (outcome: string) => ({ model: "up", outcome })
+    // The earlier tests' responses are counted as their scopes close, which their clients do not wait for.
+    await eventually(async () => expect(metricSum(await fetchMetrics(edge.url), "iop_active_streams")).toBe(0))
     const before = await fetchMetrics(edge.url)
     const count = (text: string, outcome: string) => metricSum(text, "iop_chat_requests_total", labels(outcome))
 
