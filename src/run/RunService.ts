@@ -48,6 +48,8 @@ export interface RunServiceOptions {
    * waits for one (`RunIdle`), or nothing taken by the reader while it has output it cannot write (`WriteStalled`).
    */
   readonly idleTimeoutMs: number
+  /** Names each run (default: `newRunId`, unique across edges); a test kit names them in order. */
+  readonly runIds?: () => RunId
 }
 
 /** Nodes a run is offered to before a refusal reaches the caller. */
@@ -76,6 +78,7 @@ export const make = (
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
     const watchdog = yield* Watchdog.make(options.idleTimeoutMs)
+    const nextRunId = options.runIds ?? newRunId
     const active = new Set<Active>()
 
     /** Takes a slot and starts the run there; a node that refuses gives its slot back at once and the next is tried. */
@@ -139,7 +142,7 @@ export const make = (
     // `annotateCurrentSpan`, which fails and builds an error when there is none) cost per run for nobody.
     const submit = (request: SubmitRunRequest) => Effect.gen(function* () {
       const runScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
-      const runId = newRunId()
+      const runId = nextRunId()
       // The channel's `fail` (what a transport calls) is `terminate`, as for every other early end.
       const channel: RunChannel = new RunChannel(now, (error) => terminate(entry, error))
       const entry: Active = { channel, scope: undefined, closing: undefined, terminated: false }
