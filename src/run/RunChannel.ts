@@ -99,7 +99,10 @@ export class RunChannel implements RunSink {
   }
 
   /** The producer has nothing more: after the run's terminal event that changes nothing; before it, the stream closed. */
-  readonly end = (): void => this.stop(new StreamClosed())
+  readonly end = (): void => {
+    // Built only when it is the outcome: an error captures a stack trace, and every run ends with `end()`.
+    if (this.state === "open") this.stop(new StreamClosed())
+  }
 
   /** Ends the run early with `error` (the run service's `terminate`: the run's scope closes too). */
   readonly fail = (error: RunError): void => this.terminate(error)
