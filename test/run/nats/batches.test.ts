@@ -1,5 +1,5 @@
 import { toHttpError } from "../../../src/dialects/openaiError.js"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -19,7 +19,6 @@ import * as P from "../../../src/node/nats/protocol.js"
 import * as NodeRegistry from "../../../src/run/NodeRegistry.js"
 import * as RunService from "../../../src/run/RunService.js"
 import { startFakeUpstream, textStream } from "../../support/fakeUpstream.js"
-import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
 import {
   busConfig,
   deltaText,
@@ -32,16 +31,11 @@ import {
   serveNode,
   spyEvents,
   startRun,
-  waitFor
+  waitFor,
+  natsServerForFile
 } from "./harness.js"
 
-let server: NatsServer
-beforeAll(async () => {
-  server = await startNatsServer()
-})
-afterAll(async () => {
-  await server?.stop()
-})
+const server = natsServerForFile()
 
 const MiB = 1024 * 1024
 
@@ -65,7 +59,7 @@ const hostileText = (chars: number) => {
  */
 const setUp = (providers: Readonly<Record<string, Provider>>, options: { readonly drainTimeoutMs?: number; readonly nodeTimeoutMs?: number } = {}) =>
   Effect.gen(function* () {
-    const bus = busConfig(server.url, { nodeTimeoutMs: options.nodeTimeoutMs ?? 10_000 })
+    const bus = busConfig(server.url(), { nodeTimeoutMs: options.nodeTimeoutMs ?? 10_000 })
     const served = yield* serveNode(bus, nodeOf("n1", providers, 64), options)
     const edge = yield* makeEdge(bus, "e1")
     yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
@@ -130,7 +124,7 @@ describe("NATS transport: batches and payload limits", () => {
       const model = Schema.decodeUnknownSync(ModelConfig)({ id: "up", provider: { type: "openai", baseUrl: fake.url } })
       const served = yield* Node.servedFromConfig([model])
       const node = Node.make({ id: NodeId.make("n1"), models: served, maxConcurrentRuns: 4 })
-      const bus = busConfig(server.url, { nodeTimeoutMs: 10_000 })
+      const bus = busConfig(server.url(), { nodeTimeoutMs: 10_000 })
       yield* serveNode(bus, node, { models: [model] })
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)

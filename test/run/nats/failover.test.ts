@@ -1,25 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { NodeId, RunId } from "../../../src/protocol/RunEvent.js"
 import * as EdgeTransport from "../../../src/run/nats/EdgeTransport.js"
-import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
-import { busConfig, LONG_TEXT, makeEdge, makeNode, nodesOf, NODE_TIMEOUT_MS, Recorder, request, waitFor } from "./harness.js"
+import { busConfig, LONG_TEXT, makeEdge, makeNode, nodesOf, NODE_TIMEOUT_MS, Recorder, request, waitFor, natsServerForFile } from "./harness.js"
 
-let server: NatsServer
-beforeAll(async () => {
-  server = await startNatsServer()
-})
-afterAll(async () => {
-  await server?.stop()
-})
+const server = natsServerForFile()
 
 describe("failover", () => {
   // Failover is the RunService's (a refusal before the first event tries another node); off until it runs on RunSink.
   it.scopedLive("a run refused by a node busy with another edge's run goes to another node", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const a = yield* makeNode(bus, "a", { tokenDelayMs: 20, maxConcurrentRuns: 1 })
       yield* makeNode(bus, "b", { tokenDelayMs: 5, maxConcurrentRuns: 2 })
       const edge1 = yield* makeEdge(bus, "e1")

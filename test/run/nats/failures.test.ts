@@ -1,10 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { fromStream } from "../../../src/providers/Provider.js"
 import * as RunEvent from "../../../src/protocol/RunEvent.js"
-import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
 import {
   busConfig,
   deltaText,
@@ -17,21 +16,16 @@ import {
   request,
   serveNode,
   startRun,
-  waitFor
+  waitFor,
+  natsServerForFile
 } from "./harness.js"
 
-let server: NatsServer
-beforeAll(async () => {
-  server = await startNatsServer()
-})
-afterAll(async () => {
-  await server?.stop()
-})
+const server = natsServerForFile()
 
 describe("NATS transport failures", () => {
   it.scopedLive("node killed (no NodeLeave): its run fails with NodeDisconnected once it misses its heartbeats", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const { node, conn } = yield* makeNode(bus, "doomed", { tokenDelayMs: 30 })
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
@@ -49,7 +43,7 @@ describe("NATS transport failures", () => {
 
   it.scopedLive("edge vanished (no RunCancel): the node stops its runs once the edge misses its heartbeats", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       let aborted = 0
       const endless = fromStream(() =>
         Stream.repeatEffect(Effect.as(Effect.sleep(Duration.millis(5)), RunEvent.delta("x"))).pipe(
@@ -69,7 +63,7 @@ describe("NATS transport failures", () => {
 
   it.scopedLive("NATS server restart mid-run: the run fails cleanly, and a new run works after reconnection", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const { node } = yield* makeNode(bus, "n1", { tokenDelayMs: 30 })
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -14,7 +14,6 @@ import type { RunSink } from "../../../src/protocol/RunSink.js"
 import { CREDIT_WINDOW } from "../../../src/node/nats/credit.js"
 import * as EdgeTransport from "../../../src/run/nats/EdgeTransport.js"
 import * as NatsBus from "../../../src/node/nats/NatsBus.js"
-import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
 import {
   busConfig,
   deltaText,
@@ -30,16 +29,11 @@ import {
   serveNode,
   spyEvents,
   startRun,
-  waitFor
+  waitFor,
+  natsServerForFile
 } from "./harness.js"
 
-let server: NatsServer
-beforeAll(async () => {
-  server = await startNatsServer()
-})
-afterAll(async () => {
-  await server?.stop()
-})
+const server = natsServerForFile()
 
 const KiB = 1024
 const done = RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} })
@@ -143,7 +137,7 @@ class StallingSink implements RunSink {
 /** An edge and a node of `providers` on a fresh bus, the node found (heartbeats slow: a busy test is no lost node). */
 const setUp = (providers: Readonly<Record<string, Provider>>) =>
   Effect.gen(function* () {
-    const bus = busConfig(server.url, { nodeTimeoutMs: 10_000 })
+    const bus = busConfig(server.url(), { nodeTimeoutMs: 10_000 })
     const served = yield* serveNode(bus, nodeOf("n1", providers, 8))
     const edge = yield* makeEdge(bus, "e1")
     yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
@@ -241,7 +235,7 @@ describe("NATS transport: flow control and the run's life", () => {
 
   it.scopedLive("a lost event subscription fails the run with NodeDisconnected (logged with its cause) and cancels it on the node", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const { node } = yield* makeNode(bus, "n1", { tokenDelayMs: 20 })
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)

@@ -1,4 +1,6 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { afterAll, beforeAll } from "@effect/vitest"
+import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
 import type { Msg } from "@nats-io/transport-node"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -25,6 +27,18 @@ import { decodeRunEvents } from "../../../src/node/nats/eventsWire.js"
 import * as P from "../../../src/node/nats/protocol.js"
 
 export const NODE_TIMEOUT_MS = 600
+
+/** One nats-server for the test file: started before its tests, stopped after them. */
+export const natsServerForFile = (): { readonly url: () => string; readonly restart: NatsServer["restart"] } => {
+  let server: NatsServer | undefined
+  beforeAll(async () => {
+    server = await startNatsServer()
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+  return { url: () => server?.url ?? "", restart: (downMs) => server?.restart(downMs) ?? Promise.resolve() }
+}
 
 let prefixes = 0
 /** A bus config with its own subject prefix, so tests sharing one server do not hear each other. */

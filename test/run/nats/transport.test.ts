@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -9,7 +9,6 @@ import * as EdgeTransport from "../../../src/run/nats/EdgeTransport.js"
 import * as NatsBus from "../../../src/node/nats/NatsBus.js"
 import { encodeRunEvents } from "../../../src/node/nats/eventsWire.js"
 import * as P from "../../../src/node/nats/protocol.js"
-import { type NatsServer, startNatsServer } from "../../support/natsServer.js"
 import {
   busConfig,
   LONG_TEXT,
@@ -21,23 +20,18 @@ import {
   request,
   runLocally,
   startRun,
-  waitFor
+  waitFor,
+  natsServerForFile
 } from "./harness.js"
 
-let server: NatsServer
-beforeAll(async () => {
-  server = await startNatsServer()
-})
-afterAll(async () => {
-  await server?.stop()
-})
+const server = natsServerForFile()
 
 const texts = (events: ReadonlyArray<RunEvent.RunEvent>) => events.map((e) => (e._tag === "Delta" ? e.text : e._tag))
 
 describe("NATS transport", () => {
   it.scopedLive("dispatch and streaming through NATS: the events equal the in-process ones", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const { node } = yield* makeNode(bus, "n1")
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
@@ -60,7 +54,7 @@ describe("NATS transport", () => {
 
   it.scopedLive("a model whose only node left is remembered as announced (an outage, not an unknown model)", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const { scope } = yield* makeNode(bus, "n1")
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
@@ -74,7 +68,7 @@ describe("NATS transport", () => {
 
   it.scopedLive("least busy: two runs go to two nodes", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       yield* makeNode(bus, "a", { tokenDelayMs: 20, maxConcurrentRuns: 2 })
       yield* makeNode(bus, "b", { tokenDelayMs: 20, maxConcurrentRuns: 2 })
       const edge = yield* makeEdge(bus, "e1")
@@ -88,7 +82,7 @@ describe("NATS transport", () => {
 
   it.scopedLive("capacity holds across edges: a node at maxConcurrentRuns refuses the next run (NodeUnavailable)", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const { node } = yield* makeNode(bus, "solo", { tokenDelayMs: 20, maxConcurrentRuns: 1 })
       const edge1 = yield* makeEdge(bus, "e1")
       const edge2 = yield* makeEdge(bus, "e2")
@@ -109,7 +103,7 @@ describe("NATS transport", () => {
 
   it.scopedLive("cancel: closing the run's scope on the edge stops the node's run", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const { node } = yield* makeNode(bus, "n1", { tokenDelayMs: 50 })
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
@@ -127,7 +121,7 @@ describe("NATS transport", () => {
   it.scopedLive("drain: a node shutting down cancels what is left (the edge gets Cancelled) and leaves at once", () =>
     Effect.gen(function* () {
       // Heartbeats far apart: only the node's NodeLeave can remove it within the test.
-      const bus = busConfig(server.url, { nodeTimeoutMs: 120_000 })
+      const bus = busConfig(server.url(), { nodeTimeoutMs: 120_000 })
       const { node, scope } = yield* makeNode(bus, "n1", { tokenDelayMs: 50, drainTimeoutMs: 150 })
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
@@ -143,7 +137,7 @@ describe("NATS transport", () => {
 
   it.scopedLive("a gap or a duplicate in the message sequence fails the run instead of emitting wrong text", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const conn = yield* NatsBus.make(bus)
       const S = P.subjects(conn.subjectPrefix)
       const cancels: Array<string> = []
@@ -207,7 +201,7 @@ describe("NATS transport", () => {
 
   it.scopedLive("a RunStart nobody listens to fails at once; one never answered times out (a late accept is cancelled); an accepted run outlives the timeout", () =>
     Effect.gen(function* () {
-      const bus = busConfig(server.url)
+      const bus = busConfig(server.url())
       const conn = yield* NatsBus.make(bus)
       const S = P.subjects(conn.subjectPrefix)
       const v = P.PROTOCOL_VERSION
