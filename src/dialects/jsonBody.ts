@@ -28,9 +28,17 @@ export const parseBody = (text: string): Either.Either<unknown, InvalidRequest> 
     // The parser's message quotes the body: not repeated.
     return Either.left(new InvalidRequest({ message: "request body is not valid JSON", param: null }))
   }
-  // Before anything that recurses over the value (Schema, ajv, `JSON.stringify`): a stack overflow there is a 500.
-  const at = depthExceededAt(json, MAX_BODY_DEPTH)
-  if (at === undefined) return Either.right(json)
+  return withinDepth(json)
+}
+
+/**
+ * A request's value as it is, or a 400 naming where it nests deeper than `MAX_BODY_DEPTH`: checked before anything
+ * recurses over it (Schema, ajv, `JSON.stringify`), where a stack overflow would be a 500. Bodies and requests
+ * built in code (the typed API) alike.
+ */
+export const withinDepth = <A>(value: A): Either.Either<A, InvalidRequest> => {
+  const at = depthExceededAt(value, MAX_BODY_DEPTH)
+  if (at === undefined) return Either.right(value)
   const param = at.length === 0 ? null : jsonPath(at)
   const where = param === null ? "request body" : param
   return Either.left(new InvalidRequest({ message: `${where}: nested deeper than ${MAX_BODY_DEPTH} levels`, param }))

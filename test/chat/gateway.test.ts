@@ -35,6 +35,21 @@ describe("Gateway", () => {
     }).pipe(Effect.provide(TestEdge.layer({ config: { runs: { maxConcurrentRuns: 1 } }, nodes: ScriptedProvider.layer("m") })))
   )
 
+  it.scoped("a typed request nested 50,000 deep is an InvalidRequest naming the field, not a stack overflow", () =>
+    Effect.gen(function* () {
+      const chat = yield* ChatCompletions.ChatCompletions
+      let deep: unknown = "leaf"
+      for (let i = 0; i < 50_000; i++) deep = [deep]
+      const built: ChatCompletions.ChatCompletionRequest = {
+        ...wire("m"),
+        tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { x: { enum: [deep] } } } } }]
+      }
+      const result = yield* Effect.either(chat.request(built))
+      expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "InvalidRequest" })
+      expect(Either.isLeft(result) && result.left.message).toMatch(/^tools\[0\]\.function\.parameters\.properties\.x\.enum\[0\].*: nested deeper than 64 levels$/)
+    }).pipe(Effect.provide(TestEdge.layer({ nodes: ScriptedProvider.layer("m") })))
+  )
+
   it.scoped("a key may use the models it names (by id or by the alias it called), and no other", () =>
     Effect.gen(function* () {
       const gateway = yield* Gateway

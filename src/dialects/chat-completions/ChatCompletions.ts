@@ -6,6 +6,7 @@ import type { ChatRequest } from "../../chat/ChatRequest.js"
 import type { ModelNotFound } from "../../chat/errors.js"
 import type { InvalidRequest } from "../../chat/EdgeError.js"
 import { Gateway, type ResponseError } from "../../chat/Gateway.js"
+import { withinDepth } from "../jsonBody.js"
 import { toHttpError } from "../openaiError.js"
 import { openAiModelList } from "../openaiModels.js"
 import type { NoNodeForModel } from "../../protocol/errors.js"
@@ -87,8 +88,10 @@ export class ChatCompletions extends Context.Tag("@iop/edge/ChatCompletions")<
 export const make = Effect.gen(function* () {
   const gateway = yield* Gateway
 
+  // A request built in code is held to the body's depth limit too: nothing below recurses over a deeper one.
   const request: ChatCompletions.Service["request"] = (wire) =>
-    Effect.flatMap(gateway.model(wire.model), (model) => toChatRequest(wire, model, gateway.requestLimits))
+    Effect.flatMap(withinDepth(wire), (checked) =>
+      Effect.flatMap(gateway.model(checked.model), (model) => toChatRequest(checked, model, gateway.requestLimits)))
 
   // Through the same door as the HTTP routes: the edge's concurrency limit and the config's log level apply.
   const create: ChatCompletions.Service["create"] = (request) =>
