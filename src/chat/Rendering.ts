@@ -23,14 +23,14 @@ export interface StreamRenderer {
   /** The text of one batch of emissions; a batch with the terminal emission ends the stream. */
   readonly batch: (emissions: ReadonlyArray<Emission>) => string
   /** An event written while the run is silent this long (Anthropic's `ping`), so clients and proxies see life. */
-  readonly keepAlive?: { readonly afterMs: number; readonly text: string }
+  readonly keepAlive?: string
 }
 
-/** How long a stream may be silent before it gets a keep-alive. */
+/** How long a stream may be silent before it gets its keep-alive (every API's: one timer for every stream). */
 export const KEEP_ALIVE_AFTER_MS = 5_000
 
 /** The keep-alive of an SSE API without one of its own: a comment line, which every SSE client skips. */
-export const SSE_COMMENT_KEEP_ALIVE = { afterMs: KEEP_ALIVE_AFTER_MS, text: ": keep-alive\n\n" } as const
+export const SSE_COMMENT_KEEP_ALIVE = ": keep-alive\n\n"
 
 /**
  * A response's items as typed values, for callers in code (`Responder.items`): built once per response. The

@@ -17,7 +17,8 @@ import { onClose } from "../common/onClose.js"
 import { logAnnotated } from "../observability/Logging.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { SubmitError } from "../protocol/errors.js"
-import type { ItemRenderer, Rendered, RunInfo, StreamRenderer } from "./Rendering.js"
+import { type ItemRenderer, KEEP_ALIVE_AFTER_MS, type Rendered, type RunInfo, type StreamRenderer } from "./Rendering.js"
+import * as Watchdog from "../run/Watchdog.js"
 import { SessionBody } from "./SessionBody.js"
 
 /**
@@ -98,6 +99,7 @@ const logDefect = (defect: unknown) =>
 export const make = Effect.gen(function* () {
   const chat = yield* Chat
   const metrics = yield* Metrics
+  const keepAlives = yield* Watchdog.make(KEEP_ALIVE_AFTER_MS)
 
   /**
    * Counts the response (stream or not) by its outcome once it is over, whatever ended it; logs, once, what the
@@ -169,18 +171,19 @@ export const make = Effect.gen(function* () {
       const now = () => clock.unsafeCurrentTimeMillis()
       const onBatch = (out: ReadonlyArray<Emission>) => noteTerminal(out, ended)
       const body = new SessionBody({ run: opened.run, render: renderer.batch, onBatch, onDefect, now }, head)
-      // One fiber per stream, and only for dialects that ask: it sleeps by the Clock until the run has been silent.
-      const keepAlive = renderer.keepAlive
-      if (keepAlive !== undefined) {
-        const loop = Effect.gen(function* () {
-          for (;;) {
-            const due = body.keepAliveDue(keepAlive.afterMs)
-            if (due === undefined) return
-            if (due > 0) yield* Effect.sleep(due)
-            else body.keepAlive(keepAlive.text, keepAlive.afterMs)
+      // No fiber per stream: the process's one keep-alive watchdog calls back once the body was silent this long.
+      const text = renderer.keepAlive
+      if (text !== undefined) {
+        const silent: Watchdog.Watched = {
+          get lastProgressAt() {
+            return body.lastWriteAt
+          },
+          onIdle: () => {
+            if (body.keepAlive(text)) unwatch = keepAlives.watch(silent)
           }
-        })
-        yield* Effect.forkScoped(loop)
+        }
+        let unwatch = keepAlives.watch(silent)
+        body.once("close", () => unwatch())
       }
       return body
     })
@@ -250,4 +253,4 @@ export const make = Effect.gen(function* () {
   return { stream, items, complete } satisfies Responder.Service
 })
 
-export const ResponderLive: Layer.Layer<Responder, never, Chat | Metrics> = Layer.effect(Responder, make)
+export const ResponderLive: Layer.Layer<Responder, never, Chat | Metrics> = Layer.scoped(Responder, make)

@@ -54,17 +54,17 @@ export class SessionBody extends Readable {
     this.emit(ABANDONED)
   }
 
-  /** Milliseconds until a keep-alive is due after `afterMs` of silence; `undefined` once the body ended. */
-  keepAliveDue(afterMs: number): number | undefined {
-    if (this.finished || this.destroyed) return undefined
-    return Math.max(0, this.lastPushAt + afterMs - this.options.now())
+  /** When the body last wrote (the run plane's clock): a keep-alive is due after a silence. */
+  get lastWriteAt(): number {
+    return this.lastPushAt
   }
 
-  /** Writes `text` if nothing was written for `afterMs`. */
-  keepAlive(text: string, afterMs: number): void {
-    if (this.keepAliveDue(afterMs) !== 0) return
+  /** Writes `text` (a keep-alive) unless the body ended; whether it did. */
+  keepAlive(text: string): boolean {
+    if (this.finished || this.destroyed) return false
     this.lastPushAt = this.options.now()
     this.push(text)
+    return true
   }
 
   override _read(): void {

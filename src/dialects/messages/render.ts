@@ -198,7 +198,7 @@ export const streamRenderer = (ctx: MessageContext): StreamRenderer => {
 
   return {
     head: messageStart(ctx),
-    keepAlive: { afterMs: PING_AFTER_MS, text: PING },
+    keepAlive: PING,
     batch: (emissions) => {
       let text = ""
       for (const e of emissions) {
