@@ -359,18 +359,6 @@ const flushToolText = (s: Open, toolText: Holdback.ToolTextState, out: Array<Emi
 
 const invalid = (reason: string): Emission => ({ _tag: "Error", error: new ToolValidationFailed({ reason }) })
 
-/** Folds a whole run's inputs at once: its emissions, in order (what `step` over every input gives). */
-export const run = (config: SessionConfig, inputs: Iterable<SessionInput>): ReadonlyArray<Emission> => {
-  let s = initial(config)
-  const out: Array<Emission> = []
-  for (const input of inputs) {
-    const [next, emitted] = step(s, input)
-    s = next
-    out.push(...emitted)
-  }
-  return out
-}
-
 /**
  * The inputs of one batch (what arrived together) with adjacent text deltas
  * of the same kind joined: the session's output is the same for any split of

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Session from "../../src/chat/session.js"
+import { runSession } from "../support/runSession.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { answerTool, sessionConfig, weatherTool } from "../support/fixtures.js"
 
@@ -107,7 +108,7 @@ describe("logprobs through the session", () => {
     ([words, tokenCuts, deltaCuts]) => {
       const text = words.join(" ")
       const toks = cutAt(text.length, tokenCuts)
-      const out = Session.run(sessionConfig(), [...deltasOf(text, toks, deltaCuts), done()])
+      const out = runSession(sessionConfig(), [...deltasOf(text, toks, deltaCuts), done()])
       expect(released(out)).toEqual(toks.map((_, i) => i))
       expect(releasedTokens(out).join("")).toBe(contentOf(out))
       expect(contentOf(out)).toBe(text)
@@ -127,7 +128,7 @@ describe("logprobs through the session", () => {
       const expected = toks.flatMap((t, i) => (firstShown(subject, t) === undefined ? [] : [i]))
       const offsets = contentOffsets(subject.shown)
 
-      const out = Session.run(config, [...deltas, done()])
+      const out = runSession(config, [...deltas, done()])
       expect(contentOf(out)).toBe([...subject.text].filter((_, k) => subject.shown[k]).join(""))
       expect(released(out)).toEqual(expected)
       // Each entry rides with the Content emission holding its first shown char.
@@ -146,7 +147,7 @@ describe("logprobs through the session", () => {
       }
       // The same stream in two batches, each coalesced, as two reads deliver it.
       const batches = [deltas.slice(0, batchAt), deltas.slice(batchAt)].flatMap((b) => Session.coalesce(b))
-      expect(released(Session.run(config, [...batches, done()]))).toEqual(expected)
+      expect(released(runSession(config, [...batches, done()]))).toEqual(expected)
     },
     { fastCheck: { numRuns: 1000 } }
   )
@@ -158,7 +159,7 @@ describe("logprobs through the session", () => {
       const toks = cutAt(l.text.length, tokenCuts)
       const deltas = deltasOf(l.text, toks, deltaCuts)
       const k = failAt % (deltas.length + 1)
-      const out = Session.run(sessionConfig({ tools: [weatherTool] }), [
+      const out = runSession(sessionConfig({ tools: [weatherTool] }), [
         ...deltas.slice(0, k),
         RunEvent.failed("boom"),
         ...deltas.slice(k),
@@ -168,14 +169,14 @@ describe("logprobs through the session", () => {
       expect(new Set(ids).size).toBe(ids.length)
       expect(out[out.length - 1]?._tag).toBe("Error")
       // Only what the deltas before the failure showed.
-      const before = Session.run(sessionConfig({ tools: [weatherTool] }), [...deltas.slice(0, k), done()])
+      const before = runSession(sessionConfig({ tools: [weatherTool] }), [...deltas.slice(0, k), done()])
       expect(released(before).slice(0, ids.length)).toEqual(ids)
     },
     { fastCheck: { numRuns: 500 } }
   )
 
   it("a think block's tokens are dropped, the answer's released", () => {
-    const out = Session.run(sessionConfig(), [...tokens("<think>", "hmm", "</think>", "\n\n", "Hel", "lo"), done()])
+    const out = runSession(sessionConfig(), [...tokens("<think>", "hmm", "</think>", "\n\n", "Hel", "lo"), done()])
     expect(contentOf(out)).toBe("Hello")
     expect(releasedTokens(out)).toEqual(["Hel", "lo"])
   })
@@ -193,10 +194,10 @@ describe("logprobs through the session", () => {
   })
 
   it("an end token's entries are dropped, also split across deltas; a token partly shown is released", () => {
-    const split = Session.run(sessionConfig(), [...tokens("Hi", "<|im_", "end|>", "junk"), done()])
+    const split = runSession(sessionConfig(), [...tokens("Hi", "<|im_", "end|>", "junk"), done()])
     expect(contentOf(split)).toBe("Hi")
     expect(releasedTokens(split)).toEqual(["Hi"])
-    const partly = Session.run(sessionConfig(), [...tokens("Hi<|im", "_end|>"), done()])
+    const partly = runSession(sessionConfig(), [...tokens("Hi<|im", "_end|>"), done()])
     expect(releasedTokens(partly)).toEqual(["Hi<|im"])
   })
 
@@ -209,7 +210,7 @@ describe("logprobs through the session", () => {
   })
 
   it("tool-call markup's tokens are dropped, the text around it keeps its own", () => {
-    const out = Session.run(sessionConfig({ tools: [weatherTool] }), [
+    const out = runSession(sessionConfig({ tools: [weatherTool] }), [
       ...tokens("Checking", " ", "<tool_call>", "{\"name\": \"get_weather\", \"arguments\": {}}", "</tool_call>", " ok"),
       done()
     ])
@@ -219,7 +220,7 @@ describe("logprobs through the session", () => {
 
   it("entries whose tokens do not spell the text: `chars` places them, a zero-length one goes with the char before", () => {
     // "é" sent as two byte tokens: the first covers the char, the second none of it; then an end token.
-    const out = Session.run(sessionConfig(), [
+    const out = runSession(sessionConfig(), [
       RunEvent.deltaWithLogprobs("caf", [entry("caf", 0)]),
       RunEvent.deltaWithLogprobs("é", [entry("bytes:\\xc3", 1, 1), entry("bytes:\\xa9", 2, 0)]),
       RunEvent.deltaWithLogprobs("<|im_end|>", [entry("<|im_end|>", 3)]),
@@ -227,7 +228,7 @@ describe("logprobs through the session", () => {
     ])
     expect(contentOf(out)).toBe("café")
     expect(released(out)).toEqual([0, 1, 2])
-    const dropped = Session.run(sessionConfig(), [
+    const dropped = runSession(sessionConfig(), [
       RunEvent.deltaWithLogprobs("<|im_end|>", [entry("<|im_end|>", 0), entry("", 1, 0)]),
       done()
     ])
@@ -236,10 +237,10 @@ describe("logprobs through the session", () => {
 
   it("completion tool: entries wait with the held text, and go with it or not at all when it is wrapped", () => {
     const config = sessionConfig({ tools: [answerTool, weatherTool], policy: { completionTool: "attempt_completion" } })
-    const wrapped = Session.run(config, [...tokens("All", " done"), done()])
+    const wrapped = runSession(config, [...tokens("All", " done"), done()])
     expect(wrapped.find((e) => e._tag === "ToolCalls")).toBeDefined()
     expect(released(wrapped)).toEqual([])
-    const shown = Session.run(config, [
+    const shown = runSession(config, [
       ...tokens("Note", "<tool_call>", "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}", "</tool_call>"),
       done()
     ])

@@ -3,6 +3,7 @@ import { FastCheck as fc } from "effect"
 import { RunFailed, RunTimedOut } from "../../src/chat/errors.js"
 import { HIDDEN_REASONING_CONTENT } from "../../src/chat/reasoningFallback.js"
 import * as Session from "../../src/chat/session.js"
+import { runSession } from "../support/runSession.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { answerTool, sessionConfig, weatherTool } from "../support/fixtures.js"
 
@@ -47,8 +48,8 @@ describe("session", () => {
       // Two batches, as two reads would deliver them, each coalesced on its own.
       const all = [...inputs, done()]
       const batches = [all.slice(0, cut), all.slice(cut)]
-      const plain = Session.run(cfg, all)
-      const joined = Session.run(cfg, batches.flatMap((b) => Session.coalesce(b)))
+      const plain = runSession(cfg, all)
+      const joined = runSession(cfg, batches.flatMap((b) => Session.coalesce(b)))
       expect(contentOf(joined)).toBe(contentOf(plain))
       expect(reasoningOf(joined)).toBe(reasoningOf(plain))
       expect(callsOf(joined)).toEqual(callsOf(plain))
@@ -71,7 +72,7 @@ describe("session", () => {
     "exactly one terminal emission, last, whatever the event order",
     [fc.array(arbitraryInput, { maxLength: 30 }), fc.boolean()],
     ([inputs, withTools]) => {
-      const out = Session.run(sessionConfig({ tools: withTools ? [weatherTool] : [] }), inputs)
+      const out = runSession(sessionConfig({ tools: withTools ? [weatherTool] : [] }), inputs)
       const ends = terminals(out)
       const hasTerminalInput = inputs.some((i) => i._tag !== "Delta" && i._tag !== "ReasoningDelta")
       expect(ends.length).toBe(hasTerminalInput ? 1 : 0)
@@ -95,14 +96,14 @@ describe("session", () => {
     "content comes out as it went in, in order, exactly once (no tools, no markup)",
     [fc.array(fc.stringMatching(/^[a-z .,!?\n]*$/), { maxLength: 20 })],
     ([deltas]) => {
-      const out = Session.run(sessionConfig(), [...deltas.map(RunEvent.delta), done()])
+      const out = runSession(sessionConfig(), [...deltas.map(RunEvent.delta), done()])
       expect(contentOf(out)).toBe(deltas.join(""))
     },
     { fastCheck: { numRuns: 1000 } }
   )
 
   it("native tool calls: one ToolCalls emission, finish reason tool_calls, normalised", () => {
-    const out = Session.run(sessionConfig({ tools: [weatherTool] }), [
+    const out = runSession(sessionConfig({ tools: [weatherTool] }), [
       done({ finishReason: "stop", toolCalls: [{ name: "GET_WEATHER", arguments: "" }, { id: "call_x", name: "get_weather", arguments: "{\"city\":\"Paris\"}" }] })
     ])
     expect(out).toEqual([
@@ -120,7 +121,7 @@ describe("session", () => {
   it("text tool-call markup becomes a call and never reaches content", () => {
     const text = "Checking.<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>"
     const deltas = text.match(/.{1,3}/gs) ?? []
-    const out = Session.run(sessionConfig({ tools: [weatherTool] }), [...deltas.map(RunEvent.delta), done()])
+    const out = runSession(sessionConfig({ tools: [weatherTool] }), [...deltas.map(RunEvent.delta), done()])
     expect(contentOf(out)).toBe("Checking.")
     expect(out.find((e) => e._tag === "ToolCalls")).toEqual({
       _tag: "ToolCalls",
@@ -131,12 +132,12 @@ describe("session", () => {
 
   it("without request tools, markup is just text", () => {
     const text = "<tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call>"
-    const out = Session.run(sessionConfig(), [RunEvent.delta(text), done()])
+    const out = runSession(sessionConfig(), [RunEvent.delta(text), done()])
     expect(contentOf(out)).toBe(text)
   })
 
   it("malformed markup is a tool validation failure, even when not strict", () => {
-    const out = Session.run(sessionConfig({ tools: [weatherTool] }), [
+    const out = runSession(sessionConfig({ tools: [weatherTool] }), [
       RunEvent.delta("ok <tool_call>{\"name\": \"get_weather\", \"arguments\": {broken</tool_call>"),
       done()
     ])
@@ -145,7 +146,7 @@ describe("session", () => {
   })
 
   it("strict: a call that fails its schema is never emitted", () => {
-    const out = Session.run(sessionConfig({ tools: [weatherTool], policy: { strict: true } }), [
+    const out = runSession(sessionConfig({ tools: [weatherTool], policy: { strict: true } }), [
       done({ toolCalls: [{ name: "get_weather", arguments: "{\"city\": 42}" }] })
     ])
     expect(out.some((e) => e._tag === "ToolCalls")).toBe(false)
@@ -155,14 +156,14 @@ describe("session", () => {
   })
 
   it("strict: a valid call is emitted", () => {
-    const out = Session.run(sessionConfig({ tools: [weatherTool], policy: { strict: true } }), [
+    const out = runSession(sessionConfig({ tools: [weatherTool], policy: { strict: true } }), [
       done({ toolCalls: [{ name: "get_weather", arguments: "{\"city\": \"Oslo\"}" }] })
     ])
     expect(out.map((e) => e._tag)).toEqual(["ToolCalls", "Finish"])
   })
 
   it("strict with tool_choice required: a text answer is invalid", () => {
-    const out = Session.run(
+    const out = runSession(
       sessionConfig({ tools: [weatherTool], toolChoice: { _tag: "Required" }, policy: { strict: true } }),
       [RunEvent.delta("no tools today"), done()]
     )
@@ -170,7 +171,7 @@ describe("session", () => {
   })
 
   it("completion tool: a strict text answer is wrapped into the tool, not shown as content", () => {
-    const out = Session.run(
+    const out = runSession(
       sessionConfig({
         tools: [weatherTool, answerTool],
         policy: { strict: true, buffered: true, completionTool: "attempt_completion" }
@@ -187,28 +188,28 @@ describe("session", () => {
 
   it("reasoning is emitted when exposed and hidden otherwise", () => {
     const events = [RunEvent.reasoningDelta("think"), RunEvent.delta("answer"), done()]
-    expect(reasoningOf(Session.run(sessionConfig(), events))).toBe("think")
-    expect(reasoningOf(Session.run(sessionConfig({ policy: { exposeReasoning: false } }), events))).toBe("")
+    expect(reasoningOf(runSession(sessionConfig(), events))).toBe("think")
+    expect(reasoningOf(runSession(sessionConfig({ policy: { exposeReasoning: false } }), events))).toBe("")
   })
 
   it("a leading think block in content is reasoning, not content", () => {
-    const out = Session.run(sessionConfig(), ["<th", "ink>plan</thi", "nk>\n\nHello"].map(RunEvent.delta).concat(done()))
+    const out = runSession(sessionConfig(), ["<th", "ink>plan</thi", "nk>\n\nHello"].map(RunEvent.delta).concat(done()))
     expect(reasoningOf(out)).toBe("plan")
     expect(contentOf(out)).toBe("Hello")
   })
 
   it("end tokens never reach content, even split", () => {
-    const out = Session.run(sessionConfig(), ["Hi<|im_", "end|>garbage"].map(RunEvent.delta).concat(done()))
+    const out = runSession(sessionConfig(), ["Hi<|im_", "end|>garbage"].map(RunEvent.delta).concat(done()))
     expect(contentOf(out)).toBe("Hi")
   })
 
   it("reasoning-only run: visible fallback content, hidden placeholder when reasoning is hidden", () => {
     const events = [RunEvent.reasoningDelta("  only thoughts "), done()]
-    expect(contentOf(Session.run(sessionConfig(), events))).toBe("only thoughts")
-    expect(contentOf(Session.run(sessionConfig({ policy: { exposeReasoning: false } }), events))).toBe(
+    expect(contentOf(runSession(sessionConfig(), events))).toBe("only thoughts")
+    expect(contentOf(runSession(sessionConfig({ policy: { exposeReasoning: false } }), events))).toBe(
       HIDDEN_REASONING_CONTENT
     )
-    expect(contentOf(Session.run(sessionConfig({ policy: { strict: true, exposeReasoning: false } }), events))).toBe("")
+    expect(contentOf(runSession(sessionConfig({ policy: { strict: true, exposeReasoning: false } }), events))).toBe("")
   })
 
   it("failed and cancelled runs end with a run error carrying the message", () => {
@@ -216,14 +217,14 @@ describe("session", () => {
       [RunEvent.failed("boom"), "boom"],
       [RunEvent.cancelled("edge shutting down"), "edge shutting down"]
     ] as const) {
-      const out = Session.run(sessionConfig(), [RunEvent.delta("x"), ev])
+      const out = runSession(sessionConfig(), [RunEvent.delta("x"), ev])
       expect(out[out.length - 1]).toMatchObject({ _tag: "Error", error: { _tag: "RunFailed", reason: message } })
     }
   })
 
   it("usage and finish reason pass through", () => {
     const usage = { inputTokens: 3, outputTokens: 5, reasoningTokens: 2, cachedInputTokens: 1 }
-    const out = Session.run(sessionConfig(), [RunEvent.delta("x"), done({ finishReason: "length", usage })])
+    const out = runSession(sessionConfig(), [RunEvent.delta("x"), done({ finishReason: "length", usage })])
     expect(out[out.length - 1]).toEqual({ _tag: "Finish", finishReason: "length", usage })
   })
 })

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { ErrorObject } from "ajv"
 import { FastCheck as fc } from "effect"
 import { ToolValidationFailed } from "../../../src/chat/errors.js"
-import * as Session from "../../../src/chat/session.js"
+import { runSession } from "../../support/runSession.js"
 import { parseJsonCalls } from "../../../src/chat/toolcalls/json.js"
 import { makeLinearRegExpEngine } from "../../../src/chat/toolcalls/linearRegExp.js"
 import { mistral } from "../../../src/chat/toolcalls/mistral.js"
@@ -91,7 +91,7 @@ describe("strict validation reasons are bounded", () => {
   })
 
   it("the strict session fails the call with that bounded reason (the message logged and replayed)", () => {
-    const out = Session.run(sessionConfig({ tools: [huge], policy: { strict: true } }), [
+    const out = runSession(sessionConfig({ tools: [huge], policy: { strict: true } }), [
       RunEvent.complete({ finishReason: "tool_calls", toolCalls: [c("pick", { v: "nope" })], metadata: {} })
     ])
     const last = out[out.length - 1]
@@ -184,7 +184,7 @@ describe("malformed markup reasons are bounded", () => {
 
   it("many malformed blocks: one reason, its text and the count of reasons clipped", () => {
     const block = `<tool_call>{"name": "${"w".repeat(10_000)}", "arguments": {broken</tool_call>`
-    const out = Session.run(sessionConfig({ tools: [{ name: "get_weather" }] }), [
+    const out = runSession(sessionConfig({ tools: [{ name: "get_weather" }] }), [
       ...Array.from({ length: 1000 }, () => RunEvent.delta(block)),
       RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} })
     ])

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Session from "../../../src/chat/session.js"
+import { runSession } from "../../support/runSession.js"
 import { compileLinear, ENGINE_CODE } from "../../../src/chat/toolcalls/linearRegExp.js"
 import type { ParsedToolCall, RequestTool } from "../../../src/chat/toolcalls/types.js"
 import {
@@ -67,7 +67,7 @@ describe("strict validation against hostile patterns (ReDoS)", () => {
       [lookbehind, { s: "ab" }, "pattern \"(?<=a)b\" cannot be matched in linear time"],
       [evil("2020"), { s: `${"a".repeat(40)}!` }, "/s must match pattern"]
     ] as const) {
-      const out = Session.run(sessionConfig({ tools: [tool], policy: { strict: true } }), [
+      const out = runSession(sessionConfig({ tools: [tool], policy: { strict: true } }), [
         RunEvent.complete({
           finishReason: "tool_calls",
           toolCalls: [{ name: tool.name, arguments: JSON.stringify(args) }],
