@@ -30,10 +30,11 @@ import { SessionBody } from "./SessionBody.js"
 export declare namespace Responder {
   export interface Service {
     /**
-     * The body of a streamed response (a Node `Readable`: written by the server with the socket's backpressure). Nothing is written before the run's first batch: submission errors, and a
-     * run that fails before any output (an upstream rejection, a timeout with no event), fail here, to be answered
-     * with their HTTP status; after that the body always ends with the renderer's terminal event. The run lives
-     * in the caller's scope.
+     * The body of a streamed response (a Node `Readable`: written by the server with the socket's backpressure),
+     * from the moment the upstream accepted the run (its head and what arrived by then; keep-alives while it is
+     * silent). Submission errors and a run that fails before it was accepted (an upstream rejection, unreachable,
+     * an idle timeout with no answer) fail here, to be answered with their HTTP status; after that the body always
+     * ends with the renderer's terminal event. The run lives in the caller's scope.
      */
     readonly stream: (
       request: ChatRequest,
@@ -81,7 +82,7 @@ const createdNow = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1
 
 type Live = { readonly _tag: "Live"; readonly info: RunInfo; readonly run: ChatRun; readonly first: ReadonlyArray<Emission> | undefined }
 type Collected = { readonly _tag: "Collected"; readonly info: RunInfo; readonly emissions: ReadonlyArray<Emission> }
-/** A streamed response's run once it produced its first batch (live) or all of it (strict-buffered). */
+/** A streamed response's run once its upstream accepted it (live) or once all of it was collected (strict-buffered). */
 type Opened = Live | Collected
 
 const noteTerminal = (out: ReadonlyArray<Emission>, ended: (t: Terminal) => void): void => {
