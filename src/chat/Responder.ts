@@ -80,6 +80,9 @@ export const failureBeforeOutput = (out: ReadonlyArray<Emission>): RunOutcomeErr
 
 const createdNow = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
+/** How long a stream whose upstream accepted it waits for its first output before it starts without it. */
+export const OPENING_GRACE_MS = 250
+
 type Live = { readonly _tag: "Live"; readonly info: RunInfo; readonly run: ChatRun; readonly first: ReadonlyArray<Emission> | undefined }
 type Collected = { readonly _tag: "Collected"; readonly info: RunInfo; readonly emissions: ReadonlyArray<Emission> }
 /** A streamed response's run once its upstream accepted it (live) or once all of it was collected (strict-buffered). */
@@ -149,7 +152,13 @@ export const make = Effect.gen(function* () {
       const run = yield* chat.open(request)
       // The response starts once the upstream accepted the run (or it produced something): a silent prefill
       // then gets its headers, the API's opening event and keep-alives at once, not a first byte minutes later.
-      const first = yield* run.opening
+      const opening = yield* run.opening
+      // Accepted with nothing yet: a short grace first. A failure right after the upstream's 200 (its error
+      // event, an oversize first event) is still answered with its HTTP status, and a first token that follows at
+      // once goes out in the head's write.
+      const first = opening !== undefined && opening.length === 0
+        ? Option.getOrElse(yield* Effect.timeoutOption(run.next, OPENING_GRACE_MS), () => opening)
+        : opening
       if (first !== undefined) noteTerminal(first, ended)
       const failure = first === undefined ? undefined : failureBeforeOutput(first)
       if (failure !== undefined) return yield* Effect.fail(failure)

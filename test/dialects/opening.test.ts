@@ -7,7 +7,7 @@ import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import * as ChatCompletions from "../../src/dialects/chat-completions/ChatCompletions.js"
 import { KEEP_ALIVE_AFTER_MS } from "../../src/dialects/Dialect.js"
 import * as Messages from "../../src/dialects/messages/Messages.js"
-import { Responder } from "../../src/chat/Responder.js"
+import { OPENING_GRACE_MS, Responder } from "../../src/chat/Responder.js"
 import * as Responses from "../../src/dialects/responses/Responses.js"
 import type { Dialect } from "../../src/dialects/Dialect.js"
 import { ScriptedProvider, TestEdge } from "../../src/testing.js"
@@ -83,6 +83,11 @@ describe("a stream starts when the upstream accepts", () => {
         const opened = yield* Effect.fork(api.open(responder))
         const run = yield* scripted.nextRun
         yield* run.accept
+        yield* turn
+        // Accepted and silent: the head goes out once the short grace passed, without a token.
+        yield* TestClock.adjust(OPENING_GRACE_MS - 1)
+        expect(opened.unsafePoll()).toBe(null)
+        yield* TestClock.adjust(1)
         const text = collect(yield* opened.await.pipe(Effect.flatMap((exit) => exit)))
         yield* turn
         expect(text()).toContain(api.opening)
@@ -107,6 +112,8 @@ describe("a stream starts when the upstream accepts", () => {
         const opened = yield* Effect.fork(api.open(responder))
         const run = yield* scripted.nextRun
         yield* run.accept
+        yield* turn
+        yield* TestClock.adjust(OPENING_GRACE_MS)
         const text = collect(yield* opened.await.pipe(Effect.flatMap((exit) => exit)))
         yield* run.fail("upstream exploded")
         yield* turn
@@ -115,6 +122,39 @@ describe("a stream starts when the upstream accepts", () => {
       }).pipe(Effect.provide(layer))
     )
   }
+
+  it.scoped("a failure within the grace after the accept (an error event right after the 200) is still an HTTP status", () =>
+    Effect.gen(function* () {
+      const responder = yield* Responder
+      const scripted = yield* ScriptedProvider
+      const opened = yield* Effect.fork(apis[0].open(responder))
+      const run = yield* scripted.nextRun
+      yield* run.accept
+      yield* turn
+      yield* TestClock.adjust(OPENING_GRACE_MS - 1)
+      yield* run.fail("upstream sent an event longer than 8388608 characters")
+      const result = yield* Effect.either(opened.await.pipe(Effect.flatMap((exit) => exit)))
+      expect(Either.isLeft(result) && result.left._tag).toBe("RunFailed")
+    }).pipe(Effect.provide(layer))
+  )
+
+  it.scoped("a first token within the grace goes out in the head's write", () =>
+    Effect.gen(function* () {
+      const responder = yield* Responder
+      const scripted = yield* ScriptedProvider
+      const opened = yield* Effect.fork(apis[0].open(responder))
+      const run = yield* scripted.nextRun
+      yield* run.accept
+      yield* turn
+      yield* run.text("first")
+      const body = yield* opened.await.pipe(Effect.flatMap((exit) => exit))
+      const chunks: Array<string> = []
+      body.on("data", (chunk: Buffer) => chunks.push(chunk.toString("utf8")))
+      yield* turn
+      expect(chunks[0]).toContain(apis[0].opening)
+      expect(chunks[0]).toContain("first")
+    }).pipe(Effect.provide(layer))
+  )
 
   it.scoped("a failure before the upstream accepted fails the response (answered with its HTTP status)", () =>
     Effect.gen(function* () {
