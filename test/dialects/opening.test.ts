@@ -74,16 +74,23 @@ const count = (text: string, part: string) => text.split(part).length - 1
 
 const layer = TestEdge.layer({ nodes: ScriptedProvider.layer("m") })
 
+/** A stream of `api` opened in a fiber, and its scripted run, which the upstream accepted (nothing else yet). */
+const acceptedStream = (api: (typeof apis)[number]) =>
+  Effect.gen(function* () {
+    const responder = yield* Responder
+    const scripted = yield* ScriptedProvider
+    const opened = yield* Effect.fork(api.open(responder))
+    const run = yield* scripted.nextRun
+    yield* run.accept
+    yield* turn
+    return { opened, run }
+  })
+
 describe("a stream starts when the upstream accepts", () => {
   for (const api of apis) {
     it.scoped(`${api.name}: accepted and silent → the opening event at once, keep-alives by the Clock, then the text`, () =>
       Effect.gen(function* () {
-        const responder = yield* Responder
-        const scripted = yield* ScriptedProvider
-        const opened = yield* Effect.fork(api.open(responder))
-        const run = yield* scripted.nextRun
-        yield* run.accept
-        yield* turn
+        const { opened, run } = yield* acceptedStream(api)
         // Accepted and silent: the head goes out once the short grace passed, without a token.
         yield* TestClock.adjust(OPENING_GRACE_MS - 1)
         expect(opened.unsafePoll()).toBe(null)
@@ -107,12 +114,7 @@ describe("a stream starts when the upstream accepts", () => {
 
     it.scoped(`${api.name}: a failure after the upstream accepted, before any output, is the stream's error event`, () =>
       Effect.gen(function* () {
-        const responder = yield* Responder
-        const scripted = yield* ScriptedProvider
-        const opened = yield* Effect.fork(api.open(responder))
-        const run = yield* scripted.nextRun
-        yield* run.accept
-        yield* turn
+        const { opened, run } = yield* acceptedStream(api)
         yield* TestClock.adjust(OPENING_GRACE_MS)
         const text = collect(yield* opened.await.pipe(Effect.flatMap((exit) => exit)))
         yield* run.fail("upstream exploded")
@@ -125,12 +127,7 @@ describe("a stream starts when the upstream accepts", () => {
 
   it.scoped("a failure within the grace after the accept (an error event right after the 200) is still an HTTP status", () =>
     Effect.gen(function* () {
-      const responder = yield* Responder
-      const scripted = yield* ScriptedProvider
-      const opened = yield* Effect.fork(apis[0].open(responder))
-      const run = yield* scripted.nextRun
-      yield* run.accept
-      yield* turn
+      const { opened, run } = yield* acceptedStream(apis[0])
       yield* TestClock.adjust(OPENING_GRACE_MS - 1)
       yield* run.fail("upstream sent an event longer than 8388608 characters")
       const result = yield* Effect.either(opened.await.pipe(Effect.flatMap((exit) => exit)))
@@ -140,12 +137,7 @@ describe("a stream starts when the upstream accepts", () => {
 
   it.scoped("a first token within the grace goes out in the head's write", () =>
     Effect.gen(function* () {
-      const responder = yield* Responder
-      const scripted = yield* ScriptedProvider
-      const opened = yield* Effect.fork(apis[0].open(responder))
-      const run = yield* scripted.nextRun
-      yield* run.accept
-      yield* turn
+      const { opened, run } = yield* acceptedStream(apis[0])
       yield* run.text("first")
       const body = yield* opened.await.pipe(Effect.flatMap((exit) => exit))
       const chunks: Array<string> = []
