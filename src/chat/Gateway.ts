@@ -12,7 +12,7 @@ import type { NoNodeForModel, SubmitError } from "../protocol/errors.js"
 import type { ModelOptions } from "../protocol/ModelOptions.js"
 import { NodeRegistry } from "../run/NodeRegistry.js"
 import type { ChatRequest } from "./ChatRequest.js"
-import { type ChatRequestLimits, DEFAULT_MAX_TOOL_SCHEMA_BYTES } from "./buildChatRequest.js"
+import { type ChatRequestLimits, requestLimitsOf } from "./buildChatRequest.js"
 import type { RateLimited } from "./EdgeError.js"
 import { ModelNotFound, type RunOutcomeError } from "./errors.js"
 import { allows, type KeyPolicy } from "./KeyPolicy.js"
@@ -87,7 +87,7 @@ export const make: Effect.Effect<Gateway.Service, never, EdgeConfig | NodeRegist
     const admit = (key: KeyPolicy | undefined) => Effect.zipRight(atLogLevel, limits.acquire(key))
 
     return {
-      requestLimits: { maxToolSchemaBytes: config.runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES },
+      requestLimits: requestLimitsOf(config.runs),
       model,
       stream: (request, render, key) => Effect.zipRight(admit(key), responder.stream(request, render)),
       items: (request, render, key) =>

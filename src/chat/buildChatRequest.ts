@@ -15,6 +15,11 @@ import { toolChoiceMode } from "./toolcalls/validate.js"
 /** `runs.maxToolSchemaBytes` when the config leaves it out. */
 export const DEFAULT_MAX_TOOL_SCHEMA_BYTES = 262_144
 
+/** The config's limits on a request (`runs.maxToolSchemaBytes`). */
+export const requestLimitsOf = (runs: { readonly maxToolSchemaBytes?: number | undefined }): ChatRequestLimits => ({
+  maxToolSchemaBytes: runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES
+})
+
 export interface ChatRequestParts {
   readonly api: Api
   readonly model: ModelOptions

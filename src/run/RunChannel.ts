@@ -108,7 +108,7 @@ export class RunChannel implements RunSink {
   readonly fail = (error: RunError): void => this.terminate(error)
 
   /** Fails the channel with `error`, unless the run's terminal event came first. */
-  readonly stop = (error: RunError): void => {
+  private readonly stop = (error: RunError): void => {
     if (this.state !== "open") return
     this.state = "failed"
     this.failure = error

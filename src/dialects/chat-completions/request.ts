@@ -2,7 +2,7 @@ import * as Either from "effect/Either"
 import {
   buildChatRequest,
   type ChatRequestLimits,
-  DEFAULT_MAX_TOOL_SCHEMA_BYTES,
+  requestLimitsOf,
   type DialectRequest
 } from "../../chat/buildChatRequest.js"
 import { ModelNotFound } from "../../chat/errors.js"
@@ -71,11 +71,6 @@ export const toChatRequest = (
   }, limits)
 }
 
-/** The config's limits on a request. */
-export const requestLimits = (config: EdgeConfigShape): ChatRequestLimits => ({
-  maxToolSchemaBytes: config.runs.maxToolSchemaBytes ?? DEFAULT_MAX_TOOL_SCHEMA_BYTES
-})
-
 /** For callers that hold the edge's config: the model (an id or an alias) resolved, then the request built. */
 export const resolveChatRequest = (
   config: EdgeConfigShape,
@@ -83,5 +78,5 @@ export const resolveChatRequest = (
 ): Either.Either<DialectRequest, ModelNotFound | InvalidRequest> => {
   const model = findModel(config.models, wire.model)
   if (model === undefined) return Either.left(new ModelNotFound({ model: wire.model }))
-  return toChatRequest(wire, model, requestLimits(config))
+  return toChatRequest(wire, model, requestLimitsOf(config.runs))
 }

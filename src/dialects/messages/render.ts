@@ -3,7 +3,7 @@ import type { Emission } from "../../chat/session.js"
 import { isRecord, parseJson } from "../../chat/toolcalls/json.js"
 import type { ToolCall } from "../../chat/toolcalls/types.js"
 import type { Usage } from "../../protocol/RunEvent.js"
-import { KEEP_ALIVE_AFTER_MS, type Rendered, type StreamRenderer } from "../Dialect.js"
+import type { Rendered, StreamRenderer } from "../Dialect.js"
 import { streamError } from "./errors.js"
 
 /**
@@ -71,15 +71,13 @@ export const toolInput = (args: string): { readonly json: string; readonly value
   return { json: JSON.stringify(value), value }
 }
 
-/** Anthropic's keep-alive: one after `message_start`, then one whenever the run has been silent this long. */
-export const PING_AFTER_MS = KEEP_ALIVE_AFTER_MS
-
 /** Anthropic's (and its clients') pattern for a tool_use id; an upstream's id outside it is mapped into it. */
 const TOOL_ID = /^[A-Za-z0-9_-]+$/
 export const toolUseId = (id: string): string => (TOOL_ID.test(id) ? id : id.replace(/[^A-Za-z0-9_-]/g, "_"))
 
 const frame = (type: string, json: string): string => `event: ${type}\ndata: ${json}\n\n`
 
+// Anthropic's keep-alive: one after `message_start`, then one whenever the run was silent `KEEP_ALIVE_AFTER_MS`.
 const PING = frame("ping", `{"type":"ping"}`)
 
 const blockStop = (index: number): string =>

@@ -92,8 +92,6 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
       let consumed = 0
       let held = 0
       let granted = window
-      // The sink answered `false`: granting waits for its `onReady`.
-      let behind = false
       // Until the node's answer came: how to hand it to the waiting start.
       let answer: ((outcome: Effect.Effect<void, NodeUnavailable>) => void) | undefined
       let answered = false
@@ -130,7 +128,6 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
         if (Either.isRight(credit)) bus.unsafePublish(creditSubject, credit.right)
       }
       const ready = () => {
-        behind = false
         consumed += held
         held = 0
         if (!closed) grant()
@@ -168,13 +165,13 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
           return sink.end()
         }
         const bytes = msg.data.length
-        if (behind) held += bytes
+        // Held bytes (the sink answered `false`): granting waits for its `onReady`, registered once.
+        if (held > 0) held += bytes
         else if (taken) {
           consumed += bytes
           grant()
         } else {
-          held += bytes
-          behind = true
+          held = bytes
           sink.onReady(ready)
         }
       }

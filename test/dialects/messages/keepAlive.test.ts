@@ -8,7 +8,7 @@ import * as ChatRun from "../../../src/chat/ChatRun.js"
 import * as EdgeConfig from "../../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../../src/config/loadConfig.js"
 import * as Messages from "../../../src/dialects/messages/Messages.js"
-import { PING_AFTER_MS } from "../../../src/dialects/messages/render.js"
+import { KEEP_ALIVE_AFTER_MS } from "../../../src/dialects/Dialect.js"
 import { Responder, ResponderLive } from "../../../src/chat/Responder.js"
 import { MetricsTest } from "../../../src/observability/Metrics.js"
 import * as RunEvent from "../../../src/protocol/RunEvent.js"
@@ -28,7 +28,7 @@ const turn = Effect.zipRight(Effect.yieldNow(), Effect.promise(() => new Promise
 const pings = (text: string) => text.split("event: ping\n").length - 1
 
 describe("Messages keep-alive", () => {
-  it.scoped("a silent run gets a ping after PING_AFTER_MS of silence, by the Clock, and none before", () => {
+  it.scoped("a silent run gets a ping after KEEP_ALIVE_AFTER_MS of silence, by the Clock, and none before", () => {
     // One token, then the run says nothing more (the upstream is thinking).
     const runs = ScriptedRunService.make([ScriptedRunService.eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))])
     const layer = ResponderLive.pipe(
@@ -46,13 +46,13 @@ describe("Messages keep-alive", () => {
       // message_start is followed by its own ping; then the text block.
       expect(pings(text)).toBe(1)
       expect(text).toContain("text_delta")
-      yield* TestClock.adjust(PING_AFTER_MS - 1)
+      yield* TestClock.adjust(KEEP_ALIVE_AFTER_MS - 1)
       yield* turn
       expect(pings(text)).toBe(1)
       yield* TestClock.adjust(1)
       yield* turn
       expect(pings(text)).toBe(2)
-      yield* TestClock.adjust(PING_AFTER_MS)
+      yield* TestClock.adjust(KEEP_ALIVE_AFTER_MS)
       yield* turn
       expect(pings(text)).toBe(3)
       expect(text).not.toContain("message_stop")
