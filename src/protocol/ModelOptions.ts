@@ -6,7 +6,13 @@ import * as Schema from "effect/Schema"
  */
 
 /** The text tool-call formats the edge understands. */
-export const TEXT_FORMATS = ["xml", "mustache", "qwen3_xml", "mistral", "bare_json"] as const
+export const TEXT_FORMATS = [
+  "xml",
+  "mustache",
+  "qwen3_xml",
+  "mistral",
+  "bare_json"
+] as const
 export type TextFormat = (typeof TEXT_FORMATS)[number]
 
 /** How a model is given tools: the upstream's native `tools`, or described in the prompt and parsed out of the text. */

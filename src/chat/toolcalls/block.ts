@@ -34,6 +34,25 @@ export interface ScannedFormat {
   readonly parse: (body: string, complete: boolean, tools: ReadonlyArray<RequestTool>) => BlockResult
 }
 
+/**
+ * A shape without markers of its own (bare JSON, a pythonic call list): a call only when it is the whole response
+ * (after leading whitespace) and names request tools; otherwise it is text, so prose is not misread.
+ */
+export interface BareFormat {
+  readonly format: TextFormat
+  /** The char code the shape starts with, after leading whitespace (`{`, `[`). */
+  readonly first: number
+  /** The scan state just after `first`. */
+  readonly start: number
+  readonly step: (state: number, charCode: number) => number
+  /** The shape has closed: only whitespace may follow. */
+  readonly done: (state: number) => boolean
+  /** The text can no longer be this shape (release it as text at once). */
+  readonly dead: (state: number) => boolean
+  /** The whole trimmed response → its calls, or undefined when it is text (e.g. it names a tool not declared). */
+  readonly parse: (text: string, tools: ReadonlyArray<RequestTool>) => ReadonlyArray<ParsedToolCall> | undefined
+}
+
 /** What `String.prototype.trim` and `\s` count as whitespace. */
 export const isWhitespace = (c: number): boolean =>
   c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09 || c === 0x0c || c === 0x0b || c === 0xa0 ||
