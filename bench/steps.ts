@@ -58,7 +58,7 @@ const main = async (): Promise<void> => {
   }))
   const steps = new StepCounter()
   const fiber = Effect.runFork(
-    Layer.launch(Edge.serverLayer(config)).pipe(
+    Layer.launch(Edge.layerServer(config)).pipe(
       Effect.supervised(steps),
       Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
     )

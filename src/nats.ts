@@ -1,6 +1,6 @@
 /**
- * `iop-edge/nats`: remote nodes over NATS. The edge side (`edgeLive`: discovery into the NodeRegistry) and the
- * node side (`nodeLayer`: what `iop node` runs). Its own entry point, so that an embedded edge never loads the
+ * `iop-edge/nats`: remote nodes over NATS. The edge side (`layerEdge`: discovery into the NodeRegistry) and the
+ * node side (`layerNode`: what `iop node` runs). Its own entry point, so that an embedded edge never loads the
  * NATS client; its types do not reference the client's either (they do not compile under
  * `exactOptionalPropertyTypes` with `skipLibCheck: false`).
  */
@@ -20,25 +20,25 @@ export { BusConfig, BusConnectFailed, NodeSettings } from "./node/nats/BusConfig
 
 /**
  * The remote nodes of the config's `bus` (none without one), registered in the NodeRegistry while they
- * announce themselves: pass it as `nodes` to `Edge.compose`, merged beside `Edge.EmbeddedNodeLive` if you like.
+ * announce themselves: pass it as `nodes` to `Edge.layerFrom`, merged beside `Edge.layerEmbeddedNode` if you like.
  */
-export const edgeLive: Layer.Layer<never, BusConnectFailed, EdgeConfig | NodeRegistry> = Layer.unwrapEffect(
+export const layerEdge: Layer.Layer<never, BusConnectFailed, EdgeConfig | NodeRegistry> = Layer.unwrapEffect(
   Effect.map(EdgeConfig, (c) => EdgeTransport.layerFromConfig(c.bus))
 )
 
-/** `Edge.serverLayer` with the config's remote nodes: what `iop edge` runs. */
-export const serverLayer = (
+/** `Edge.layerServer` with the config's remote nodes: what `iop edge` runs. */
+export const layerServer = (
   config: EdgeConfigShape
 ): Layer.Layer<never, HttpServerError.ServeError | ApiKeySourceError | BusConnectFailed> =>
-  Edge.serverLayer(config, edgeLive)
+  Edge.layerServer(config, layerEdge)
 
 /**
  * A node serving `models` (with their built-in providers) to the edges on the bus until the layer is released,
  * then draining its runs for at most `drainTimeoutMs`: what `iop node` runs.
  */
-export const nodeLayer = (options: {
+export const layerNode = (options: {
   readonly bus: BusConfig
   readonly node: NodeSettings
   readonly models: ReadonlyArray<ModelConfig>
   readonly drainTimeoutMs?: number
-}): Layer.Layer<never, BusConnectFailed, NodeHttpClient.Dispatcher> => NodeServer.nodeLayer(options)
+}): Layer.Layer<never, BusConnectFailed, NodeHttpClient.Dispatcher> => NodeServer.layer(options)

@@ -2,11 +2,11 @@
  * `iop-edge/testing`: test your code against the edge the Effect way. It depends on `effect` and
  * `@effect/platform(-node)` only, not on a test runner: the examples use `@effect/vitest`, any runner works.
  *
- * - `TestEdge.layer({ config?, nodes? })`: the edge's services in this process (`Edge.compose` with
+ * - `TestEdge.layer({ config?, nodes? })`: the edge's services in this process (`Edge.layerFrom` with
  *   `MetricsTest`), serving only the models your `nodes` serve.
  * - `ScriptedProvider`: a provider whose runs the test drives (`nextRun`, then `text` / `complete` / `fail`,
  *   and `cancelled` to prove the edge cancelled it), or that plays a script of `Step`s.
- * - `echoModel(id)`: the built-in echo model without token pacing.
+ * - `layerEchoModel(id)`: the built-in echo model without token pacing.
  * - `TestServer.layer(...)`: the same edge served over HTTP on an ephemeral port, with its `url` (for the
  *   openai SDK), an `HttpClient` pointed at it, and `chat` / `chatStream`.
  * - `ScriptedRunService.make(scripts)`: a `RunService` without nodes, each submission playing a script.
@@ -50,10 +50,16 @@
  * closed the run on its provider before the run ended.
  */
 export * as TestEdge from "./testing/TestEdge.js"
-export { type RunState, ScriptedProvider, type ScriptedRun } from "./testing/ScriptedProvider.js"
+export {
+  type LayerOptions as ScriptedProviderOptions,
+  type Models as ScriptedModels,
+  type RunState,
+  ScriptedProvider,
+  type ScriptedRun
+} from "./testing/ScriptedProvider.js"
 export * as Step from "./testing/Step.js"
-export { echoModel } from "./testing/echoModel.js"
-export { ErrorResponse, type SseEvent, sseEvents, TestServer } from "./testing/TestServer.js"
+export { layerEchoModel } from "./testing/echoModel.js"
+export { ErrorResponse, type ServerLayer, type SseEvent, sseEvents, TestServer } from "./testing/TestServer.js"
 export * as ScriptedRunService from "./testing/ScriptedRunService.js"
 export * as RecordingSink from "./testing/RecordingSink.js"
 export { runRequest } from "./testing/runRequest.js"

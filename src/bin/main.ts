@@ -14,8 +14,8 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { EdgeConfigSchema, defaultConfig } from "../config/EdgeConfig.js"
-import { applyOverrides, ConfigError, loadConfigFile } from "../config/loadConfig.js"
-import { nodeLayer, serverLayer } from "../nats.js"
+import { applyOverrides, InvalidConfig, loadConfigFile } from "../config/loadConfig.js"
+import { layerNode, layerServer } from "../nats.js"
 
 import * as Logging from "../observability/Logging.js"
 
@@ -52,8 +52,8 @@ const edge = Command.make("edge", { config: configOption, host, port, logLevel }
     })
     const file = Option.getOrElse(yield* chooseFile(flags.config), () => "config")
     // The layers resolve the key sources (before listening); a source without keys is a bad config: exit 2.
-    return yield* Layer.launch(serverLayer(config)).pipe(
-      Effect.catchTag("ApiKeySourceError", (e) => Effect.fail(new ConfigError({ file, detail: e.message }))),
+    return yield* Layer.launch(layerServer(config)).pipe(
+      Effect.catchTag("ApiKeySourceError", (e) => Effect.fail(new InvalidConfig({ file, detail: e.message }))),
       Effect.provide(Logging.layer(config.log.level))
     )
   })
@@ -63,9 +63,9 @@ const node = Command.make("node", { config: configOption, logLevel }, (flags) =>
   Effect.gen(function* () {
     const config = applyOverrides(yield* resolveConfig(flags.config), { logLevel: Option.getOrUndefined(flags.logLevel) })
     const file = Option.getOrElse(flags.config, () => "config")
-    if (config.bus === undefined) return yield* Effect.fail(new ConfigError({ file, detail: "$.bus: missing (required by iop node)" }))
-    if (config.node === undefined) return yield* Effect.fail(new ConfigError({ file, detail: "$.node: missing (required by iop node)" }))
-    const layer = nodeLayer({
+    if (config.bus === undefined) return yield* Effect.fail(new InvalidConfig({ file, detail: "$.bus: missing (required by iop node)" }))
+    if (config.node === undefined) return yield* Effect.fail(new InvalidConfig({ file, detail: "$.node: missing (required by iop node)" }))
+    const layer = layerNode({
       bus: config.bus,
       node: config.node,
       models: config.models,
@@ -99,7 +99,7 @@ const cli = Command.run(iop, { name: "iop", version: VERSION })
 const exitCode = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return 0
   const failure = Cause.failureOption(exit.cause)
-  if (Option.isSome(failure) && hasTag(failure.value, "ConfigError")) return 2
+  if (Option.isSome(failure) && hasTag(failure.value, "InvalidConfig")) return 2
   if (Option.isSome(failure) && hasTag(failure.value, "ValidationError")) return 2
   return 1
 }
@@ -108,7 +108,7 @@ const hasTag = (u: unknown, tag: string): boolean =>
   typeof u === "object" && u !== null && "_tag" in u && u._tag === tag
 
 const program = cli(process.argv).pipe(
-  Effect.tapErrorTag("ConfigError", (e) => Console.error(`iop: bad config: ${e.message}`)),
+  Effect.tapErrorTag("InvalidConfig", (e) => Console.error(`iop: bad config: ${e.message}`)),
   Effect.tapErrorTag("ServeError", (e) => Console.error(`iop: cannot listen: ${String(e.cause)}`)),
   Effect.tapErrorTag("BusConnectFailed", (e) => Console.error(`iop: ${e.message}`)),
   Effect.provide(NodeContext.layer)

@@ -97,7 +97,7 @@ export const make: Effect.Effect<Gateway.Service, never, EdgeConfig | NodeRegist
   }
 )
 
-export const GatewayLive: Layer.Layer<Gateway, never, EdgeConfig | NodeRegistry | Limits | Responder> = Layer.effect(
+export const layer: Layer.Layer<Gateway, never, EdgeConfig | NodeRegistry | Limits | Responder> = Layer.effect(
   Gateway,
   make
 )

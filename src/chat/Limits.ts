@@ -61,6 +61,6 @@ export const layer = (options: { readonly maxConcurrentRuns?: number | undefined
   Layer.effect(Limits, make(options))
 
 /** The config's `runs.maxConcurrentRuns`. */
-export const LimitsLive: Layer.Layer<Limits, never, EdgeConfig> = Layer.unwrapEffect(
+export const layerFromConfig: Layer.Layer<Limits, never, EdgeConfig> = Layer.unwrapEffect(
   Effect.map(EdgeConfig, (config) => layer({ maxConcurrentRuns: config.runs.maxConcurrentRuns }))
 )

@@ -263,4 +263,4 @@ export const make = Effect.gen(function* () {
   return { stream, items, complete } satisfies Responder.Service
 })
 
-export const ResponderLive: Layer.Layer<Responder, never, Chat | Metrics> = Layer.scoped(Responder, make)
+export const layer: Layer.Layer<Responder, never, Chat | Metrics> = Layer.scoped(Responder, make)

@@ -90,7 +90,7 @@ export const resolveApiKeys = (
  * The config with its key sources resolved (see `resolveApiKeys`), for the
  * layers that build the edge: whoever builds it, the keys are enforced.
  */
-export const ApiKeysLive: Layer.Layer<EdgeConfig, ApiKeySourceError, EdgeConfig | FileSystem.FileSystem> = Layer.effect(
+export const layer: Layer.Layer<EdgeConfig, ApiKeySourceError, EdgeConfig | FileSystem.FileSystem> = Layer.effect(
   EdgeConfig,
   EdgeConfig.pipe(Effect.flatMap(resolveApiKeys))
 )

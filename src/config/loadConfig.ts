@@ -7,7 +7,7 @@ import { EdgeConfigSchema, type EdgeConfigShape } from "./EdgeConfig.js"
 import { primaryIssue } from "../common/parseIssues.js"
 
 /** The config file cannot be used; the message names the file, the JSON path and what was expected. */
-export class ConfigError extends Data.TaggedError("ConfigError")<{ readonly file: string; readonly detail: string }> {
+export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{ readonly file: string; readonly detail: string }> {
   override get message(): string {
     return `${this.file}: ${this.detail}`
   }
@@ -16,16 +16,16 @@ export class ConfigError extends Data.TaggedError("ConfigError")<{ readonly file
 const decodeConfig = Schema.decodeUnknownEither(EdgeConfigSchema, { onExcessProperty: "error", errors: "all" })
 
 /** Decodes already-parsed JSON; `file` names the source in errors. */
-export const decodeConfigJson = (file: string, json: unknown): Either.Either<EdgeConfigShape, ConfigError> =>
+export const decodeConfigJson = (file: string, json: unknown): Either.Either<EdgeConfigShape, InvalidConfig> =>
   Either.mapLeft(decodeConfig(json), (e) => {
     const issue = primaryIssue(e, "$", "short")
-    return new ConfigError({ file, detail: issue === undefined ? "invalid config" : `${issue.path}: ${issue.message}` })
+    return new InvalidConfig({ file, detail: issue === undefined ? "invalid config" : `${issue.path}: ${issue.message}` })
   })
 
-export const parseConfigText = (file: string, text: string): Either.Either<EdgeConfigShape, ConfigError> => {
+export const parseConfigText = (file: string, text: string): Either.Either<EdgeConfigShape, InvalidConfig> => {
   const json = parseJson(text)
   return Either.isLeft(json)
-    ? Either.left(new ConfigError({ file, detail: `not valid JSON (${json.left})` }))
+    ? Either.left(new InvalidConfig({ file, detail: `not valid JSON (${json.left})` }))
     : decodeConfigJson(file, json.right)
 }
 
@@ -37,12 +37,12 @@ const parseJson = (text: string): Either.Either<unknown, string> => {
   }
 }
 
-export const loadConfigFile = (file: string): Effect.Effect<EdgeConfigShape, ConfigError, FileSystem.FileSystem> =>
+export const loadConfigFile = (file: string): Effect.Effect<EdgeConfigShape, InvalidConfig, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const text = yield* fs
       .readFileString(file)
-      .pipe(Effect.mapError((e) => new ConfigError({ file, detail: `cannot read the file (${e.message})` })))
+      .pipe(Effect.mapError((e) => new InvalidConfig({ file, detail: `cannot read the file (${e.message})` })))
     return yield* parseConfigText(file, text)
   })
 

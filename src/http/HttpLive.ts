@@ -151,7 +151,7 @@ export const httpApp = Effect.gen(function* () {
 })
 
 /** Serves the edge's app on an HttpServer that the caller provides. */
-export const HttpAppLive: Layer.Layer<never, never, HttpServer.HttpServer | RouteServices> = Layer.unwrapEffect(
+export const layerApp: Layer.Layer<never, never, HttpServer.HttpServer | RouteServices> = Layer.unwrapEffect(
   Effect.map(httpApp, (app) => HttpServer.serve(app))
 )
 
@@ -166,7 +166,7 @@ const AFTER_GRACE_MS = 800
  * accepting while the routes are still installed, so a request already on a
  * connection is answered 503 rather than reset.
  */
-export const GracefulShutdownLive: Layer.Layer<never, never, HttpServer.HttpServer | Lifecycle | RunService | EdgeConfig> =
+export const layerGracefulShutdown: Layer.Layer<never, never, HttpServer.HttpServer | Lifecycle | RunService | EdgeConfig> =
   Layer.scopedDiscard(
     Effect.gen(function* () {
       yield* HttpServer.HttpServer
@@ -231,7 +231,7 @@ export const nodeServerOptions = (server: Pick<ServerConfig, "headersTimeoutMs" 
  * closed so that the server's close does not wait for clients. `server` is
  * for tests that watch its connections.
  */
-export const nodeServerLayer = (
+export const layerNodeServerWith = (
   config: ServerConfig,
   server: Server = createServer(nodeServerOptions(config))
 ): Layer.Layer<HttpServer.HttpServer | Listener, HttpServerError.ServeError> => {
@@ -243,5 +243,5 @@ export const nodeServerLayer = (
 }
 
 /** The edge's Node HTTP server, for the config's `server` section. */
-export const NodeServerLive: Layer.Layer<HttpServer.HttpServer | Listener, HttpServerError.ServeError, EdgeConfig> =
-  Layer.unwrapEffect(EdgeConfig.pipe(Effect.map((config) => nodeServerLayer(config.server))))
+export const layerNodeServer: Layer.Layer<HttpServer.HttpServer | Listener, HttpServerError.ServeError, EdgeConfig> =
+  Layer.unwrapEffect(EdgeConfig.pipe(Effect.map((config) => layerNodeServerWith(config.server))))

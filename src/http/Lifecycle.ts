@@ -70,4 +70,4 @@ export const make = Effect.sync((): Lifecycle.Service => {
   }
 })
 
-export const LifecycleLive: Layer.Layer<Lifecycle> = Layer.effect(Lifecycle, make)
+export const layer: Layer.Layer<Lifecycle> = Layer.effect(Lifecycle, make)

@@ -7,6 +7,10 @@ import type { RouteLabel } from "./routeLabel.js"
 import type { Usage } from "../protocol/RunEvent.js"
 
 /** Outcome of a response or a run, as counted in `/metrics`. */
+// Types the service's signatures name, beside it.
+export type { Api } from "../protocol/Api.js"
+export { ROUTES, type Route, type RouteLabel, UNMATCHED } from "./routeLabel.js"
+
 export type Outcome = "success" | "error" | "cancelled" | "timeout" | "tool_validation_error"
 
 export declare namespace Metrics {
@@ -152,6 +156,6 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
   }
 }
 
-export const MetricsLive: Layer.Layer<Metrics> = Layer.sync(Metrics, () => make({ processMetrics: true }))
+export const layer: Layer.Layer<Metrics> = Layer.sync(Metrics, () => make({ processMetrics: true }))
 /** No process metrics: for tests and for hosts that register their own. */
-export const MetricsTest: Layer.Layer<Metrics> = Layer.sync(Metrics, () => make({ processMetrics: false }))
+export const layerTest: Layer.Layer<Metrics> = Layer.sync(Metrics, () => make({ processMetrics: false }))

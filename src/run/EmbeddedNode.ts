@@ -7,7 +7,7 @@ import * as LocalNode from "./LocalNode.js"
 import * as Node from "../node/Node.js"
 
 /** The node inside the edge process: the config's `models` with their built-in providers, through `LocalNode`. */
-export const EmbeddedNodeLive: Layer.Layer<never, never, EdgeConfig | NodeRegistry | NodeHttpClient.Dispatcher> =
+export const layer: Layer.Layer<never, never, EdgeConfig | NodeRegistry | NodeHttpClient.Dispatcher> =
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const config = yield* EdgeConfig

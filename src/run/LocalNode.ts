@@ -9,6 +9,8 @@ import * as InProcess from "./InProcess.js"
 import * as Node from "../node/Node.js"
 
 /** A model as a caller of `serve` names it: its id, or its options (defaults filled in). */
+export type { ServedModel } from "../node/Node.js"
+
 export type ModelInput = string | typeof ModelOptionsSchema.Encoded
 
 export interface LocalNodeOptions {
@@ -39,10 +41,10 @@ export const layer = (options: LocalNodeOptions): Layer.Layer<never, never, Node
   )
 
 /**
- * One model served by your provider: `LocalNode.serve("mine", Provider.fromStream(...))`. The provider may be
+ * One model served by your provider: `LocalNode.layerModel("mine", Provider.fromStream(...))`. The provider may be
  * built by an effect (it is built once, when the layer is). The node's id is `local:<model id>`.
  */
-export const serve = <E = never, R = never>(
+export const layerModel = <E = never, R = never>(
   model: ModelInput,
   provider: Provider | Effect.Effect<Provider, E, R>,
   options?: { readonly maxConcurrentRuns?: number }

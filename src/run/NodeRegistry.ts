@@ -204,4 +204,4 @@ export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* ()
   }
 })
 
-export const NodeRegistryLive: Layer.Layer<NodeRegistry> = Layer.effect(NodeRegistry, make)
+export const layer: Layer.Layer<NodeRegistry> = Layer.effect(NodeRegistry, make)

@@ -25,7 +25,7 @@ import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 import * as Watchdog from "./Watchdog.js"
 
 export type { RunDispatch, RunHandle } from "./RunHandle.js"
-export { handleOf } from "./RunHandle.js"
+export type { ReadyWhen, RunRead, TokenTiming } from "./RunChannel.js"
 
 export declare namespace RunService {
   export interface Service {

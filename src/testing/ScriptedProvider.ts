@@ -55,7 +55,7 @@ export interface ScriptedRun {
 
 export declare namespace ScriptedProvider {
   export interface Service {
-    /** Serve it with `LocalNode.serve(model, scripted.provider)` (or use `ScriptedProvider.layer`). */
+    /** Serve it with `LocalNode.layerModel(model, scripted.provider)` (or use `ScriptedProvider.layer`). */
     readonly provider: Provider
     /** The next run the edge starts on this provider, in start order (waits until there is one). */
     readonly nextRun: Effect.Effect<ScriptedRun>
@@ -171,7 +171,7 @@ const layer = (models: Models, options: LayerOptions = {}): Layer.Layer<Scripted
     Effect.map(build(options.script === undefined ? undefined : playable(options.script)), (scripted) => {
       const list = isList(models) ? models : [models]
       const serveOptions = options.maxConcurrentRuns === undefined ? undefined : { maxConcurrentRuns: options.maxConcurrentRuns }
-      const nodes = list.map((model) => LocalNode.serve(model, scripted.provider, serveOptions))
+      const nodes = list.map((model) => LocalNode.layerModel(model, scripted.provider, serveOptions))
       return Layer.mergeAll(Layer.succeed(ScriptedProvider, scripted), ...nodes)
     })
   )
@@ -179,10 +179,10 @@ const layer = (models: Models, options: LayerOptions = {}): Layer.Layer<Scripted
 /**
  * A provider whose runs the test drives, as a service. Three ways to get one:
  *
- * - `ScriptedProvider.layer("mine")`: serves model `mine` through `LocalNode.serve` and provides this service,
+ * - `ScriptedProvider.layer("mine")`: serves model `mine` through `LocalNode.layerModel` and provides this service,
  *   for `TestEdge.layer({ nodes: ScriptedProvider.layer("mine") })`; then `yield* ScriptedProvider` in the test.
  *   `ScriptedProvider.layer("mine", { script: [Step.text("hi"), Step.complete()] })` plays a script on every run.
- * - `ScriptedProvider.make`: the service as a value, served with `LocalNode.serve("mine", scripted.provider)`
+ * - `ScriptedProvider.make`: the service as a value, served with `LocalNode.layerModel("mine", scripted.provider)`
  *   (several scripted models, each with its own).
  * - `ScriptedProvider.script(steps)`: the same, every run playing `steps`.
  *

@@ -1,16 +1,14 @@
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Layer from "effect/Layer"
 import type { ApiKeySourceError } from "../config/apiKeys.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
-import type { ConfigError } from "../config/loadConfig.js"
+import type { InvalidConfig } from "../config/loadConfig.js"
 import * as Edge from "../Edge.js"
-import { MetricsTest } from "../observability/Metrics.js"
 
 /** What `TestEdge.layer` provides besides your nodes' services. */
 export type Services = Edge.EdgeServices | EdgeConfig
 
 /** Why building a test edge fails: its config does not decode, or a key source cannot be read. */
-export type BuildError = ConfigError | ApiKeySourceError
+export type BuildError = InvalidConfig | ApiKeySourceError
 
 export interface Options<ROut = never, E = never, RIn = never> {
   /**
@@ -20,22 +18,19 @@ export interface Options<ROut = never, E = never, RIn = never> {
    */
   readonly config?: Edge.EdgeConfigInput
   /**
-   * What serves the models: `ScriptedProvider.layer("mine")`, `LocalNode.serve("mine", provider)`,
-   * `echoModel()`, merged with `Layer.mergeAll`. Built over the edge's registry and config; the services
+   * What serves the models: `ScriptedProvider.layer("mine")`, `LocalNode.layerModel("mine", provider)`,
+   * `layerEchoModel()`, merged with `Layer.mergeAll`. Built over the edge's registry and config; the services
    * it provides (a `ScriptedProvider`) are provided to the test too.
    */
   readonly nodes?: Layer.Layer<ROut, E, RIn>
 }
 
 const base = (config: Edge.EdgeConfigInput | undefined): Layer.Layer<Services, BuildError> =>
-  Edge.compose({
-    metrics: MetricsTest,
-    nodes: Edge.EmbeddedNodeLive.pipe(Layer.provide(NodeHttpClient.dispatcherLayer))
-  }).pipe(Layer.provideMerge(Layer.effect(EdgeConfig, Edge.decodeConfig({ models: [], log: { level: "warn" }, ...config }))))
+  Edge.layerFrom({ metrics: Edge.layerMetricsTest, nodes: Edge.layerEmbeddedNode }).pipe(Layer.provideMerge(Layer.effect(EdgeConfig, Edge.decodeConfig({ models: [], log: { level: "warn" }, ...config }))))
 
 /**
- * The edge's services (`RunService`, `Chat`, `ChatCompletions`, `NodeRegistry`, ... and the `EdgeConfig`) in
- * this process, for a test: `Edge.compose` with `MetricsTest` (no process metrics) over `options.config`,
+ * The edge's services (`ChatCompletions`, `RunService`, `NodeRegistry`, `Metrics` and the `EdgeConfig`) in
+ * this process, for a test: `Edge.layerFrom` with `layerMetricsTest` (no process metrics) over `options.config`,
  * with no model but those `options.nodes` serve. No server: call the services, or serve them with
  * `TestServer.layer`. Built where the test provides it, so it runs on the test's `Clock` (`TestClock` under
  * `it.effect`): the idle watchdog and scripted sleeps move only when the test adjusts it.

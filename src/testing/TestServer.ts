@@ -13,7 +13,8 @@ import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import { createParser, type EventSourceMessage } from "eventsource-parser"
 import { EdgeConfig } from "../config/EdgeConfig.js"
-import { HttpAppLive, nodeServerLayer } from "../http/HttpLive.js"
+import { layerWithInternals } from "../compose.js"
+import { layerApp as appLayer, layerNodeServerWith as nodeServerLayerWith } from "../http/HttpLive.js"
 import * as Logging from "../observability/Logging.js"
 import * as TestEdge from "./TestEdge.js"
 
@@ -119,13 +120,25 @@ const ClientLive = NodeHttpClient.layerWithoutAgent.pipe(Layer.provide(NodeHttpC
 /** The edge's app on its own Node server (the config's server options), on an ephemeral port of 127.0.0.1. */
 const ServingLive: Layer.Layer<TestServer, HttpServerError.ServeError, TestEdge.Services> = Layer.unwrapEffect(
   Effect.map(EdgeConfig, (config) =>
-    Layer.merge(HttpAppLive, Layer.effect(TestServer, make)).pipe(
+    Layer.merge(layerWithInternals(appLayer), Layer.effect(TestServer, make)).pipe(
       Layer.provide(ClientLive),
-      Layer.provide(nodeServerLayer({ ...config.server, host: "127.0.0.1", port: 0 })),
+      Layer.provide(nodeServerLayerWith({ ...config.server, host: "127.0.0.1", port: 0 })),
       // The requests' fibers (and the lines their finalizers log: access log, run summary) at the config's level.
       (serving) => Layer.locally(serving, FiberRef.currentMinimumLogLevel, Logging.levels[config.log.level])
     ))
 )
+
+/** `TestServer.layer`: `TestEdge.layer`'s services served on a Node server, plus the `TestServer`. */
+export interface ServerLayer {
+  (options?: TestEdge.Options): Layer.Layer<TestServer | TestEdge.Services, TestEdge.BuildError | HttpServerError.ServeError>
+  <ROut, E, RIn>(
+    options: TestEdge.Options<ROut, E, RIn>
+  ): Layer.Layer<
+    TestServer | ROut | TestEdge.Services,
+    E | TestEdge.BuildError | HttpServerError.ServeError,
+    Exclude<RIn, TestEdge.Services>
+  >
+}
 
 function layer(options?: TestEdge.Options): Layer.Layer<TestServer | TestEdge.Services, TestEdge.BuildError | HttpServerError.ServeError>
 function layer<ROut, E, RIn>(
@@ -135,6 +148,7 @@ function layer<ROut, E, RIn>(
   E | TestEdge.BuildError | HttpServerError.ServeError,
   Exclude<RIn, TestEdge.Services>
 >
+// The overloads type the result; the implementation only forwards the layers.
 function layer(options: TestEdge.Options<never, unknown, unknown> = {}): Layer.Layer<never, unknown, unknown> {
   return Layer.provideMerge(ServingLive, TestEdge.layer(options))
 }
@@ -147,12 +161,12 @@ function layer(options: TestEdge.Options<never, unknown, unknown> = {}): Layer.L
  *
  * The app is the edge's (`Edge.routes` + `Edge.middleware`, its 404s) on the edge's own Node server with the
  * config's server options, bound to an ephemeral port of 127.0.0.1. It is served without the graceful
- * shutdown of `Edge.serveOn`: when the test's scope closes, every connection is closed at once (runs still open
+ * shutdown of `Edge.layerServe`: when the test's scope closes, every connection is closed at once (runs still open
  * are cancelled) instead of drained, so a test that leaves a stream open does not wait for a grace period.
  * Requests travel over a real socket, which needs no clock: under `it.effect` the edge still runs on the
  * `TestClock` it was built with (an idle timeout over HTTP is proven with `TestClock.adjust`), and a client that
  * waits on real timers (an SDK's retries) runs under `it.live` / `it.scopedLive`.
  */
 export class TestServer extends Context.Tag("iop-edge/testing/TestServer")<TestServer, TestServer.Service>() {
-  static readonly layer = layer
+  static readonly layer: ServerLayer = layer
 }

@@ -8,11 +8,11 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as ChatRun from "../../src/chat/ChatRun.js"
-import { ResponderLive } from "../../src/chat/Responder.js"
+import { layer as responderLayer } from "../../src/chat/Responder.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
-import { Metrics, MetricsTest } from "../../src/observability/Metrics.js"
+import { Metrics, layerTest as metricsTestLayer } from "../../src/observability/Metrics.js"
 import { NodeDisconnected, NodeUnavailable, NoNodeForModel, StreamClosed } from "../../src/protocol/errors.js"
 import { NodeId } from "../../src/protocol/RunEvent.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
@@ -20,6 +20,7 @@ import { type RunHandle, RunService } from "../../src/run/RunService.js"
 import { ScriptedProvider, ScriptedRunService, Step, TestEdge } from "../../src/testing.js"
 import { jsonBody, sseBody } from "../support/chatCompletionsBodies.js"
 import { parseSse, type StreamItem } from "../support/sse.js"
+import { exposeInternals } from "../../src/compose.js"
 
 const config = Either.getOrThrow(
   decodeConfigJson("test", {
@@ -54,16 +55,16 @@ const setup = (
   wrap: (runs: Layer.Layer<RunService>) => Layer.Layer<RunService> = (runs) => runs
 ) => {
   const runs = ScriptedRunService.make(scripts)
-  const layer = ResponderLive.pipe(
+  const layer = responderLayer.pipe(
     Layer.provideMerge(chatLayer),
-    Layer.provideMerge(Layer.mergeAll(wrap(runs.layer), MetricsTest, EdgeConfig.layer(config)))
+    Layer.provideMerge(Layer.mergeAll(wrap(runs.layer), metricsTestLayer, EdgeConfig.layer(config)))
   )
   return { runs, layer }
 }
 
 /** The whole edge (the real run plane, its idle watchdog) with one scripted provider serving every model. */
 const overRunPlane = (script: Iterable<Step.Step>) =>
-  TestEdge.layer({ nodes: ScriptedProvider.layer(["echo", "strict", "buffered"], { script }) })
+  exposeInternals(TestEdge.layer({ nodes: ScriptedProvider.layer(["echo", "strict", "buffered"], { script }) }))
 
 /** Every run the scripted provider got was stopped on it before it ended (cancelled, not left running). */
 const everyRunCancelled = Effect.gen(function* () {

@@ -5,6 +5,7 @@ import * as Fiber from "effect/Fiber"
 import { Gateway } from "../../src/chat/Gateway.js"
 import { ChatCompletions } from "../../src/index.js"
 import { ScriptedProvider, TestEdge } from "../../src/testing.js"
+import { exposeInternals } from "../../src/compose.js"
 
 /** The one door: the HTTP routes and the typed API go through the same model resolution, permissions and limits. */
 
@@ -32,7 +33,7 @@ describe("Gateway", () => {
       const next = yield* scripted.nextRun
       yield* next.complete()
       yield* Fiber.join(third)
-    }).pipe(Effect.provide(TestEdge.layer({ config: { runs: { maxConcurrentRuns: 1 } }, nodes: ScriptedProvider.layer("m") })))
+    }).pipe(Effect.provide(exposeInternals(TestEdge.layer({ config: { runs: { maxConcurrentRuns: 1 } }, nodes: ScriptedProvider.layer("m") }))))
   )
 
   it.scoped("a typed request nested 50,000 deep is an InvalidRequest naming the field, not a stack overflow", () =>
@@ -47,7 +48,7 @@ describe("Gateway", () => {
       const result = yield* Effect.either(chat.request(built))
       expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "InvalidRequest" })
       expect(Either.isLeft(result) && result.left.message).toMatch(/^tools\[0\]\.function\.parameters\.properties\.x\.enum\[0\].*: nested deeper than 64 levels$/)
-    }).pipe(Effect.provide(TestEdge.layer({ nodes: ScriptedProvider.layer("m") })))
+    }).pipe(Effect.provide(exposeInternals(TestEdge.layer({ nodes: ScriptedProvider.layer("m") }))))
   )
 
   it.scoped("a key may use the models it names (by id or by the alias it called), and no other", () =>
@@ -59,8 +60,8 @@ describe("Gateway", () => {
       const other = yield* Effect.either(gateway.model("n", key))
       expect(Either.isLeft(other) && other.left._tag).toBe("ModelNotFound")
       expect((yield* gateway.model("n")).id).toBe("n")
-    }).pipe(Effect.provide(TestEdge.layer({
+    }).pipe(Effect.provide(exposeInternals(TestEdge.layer({
       nodes: ScriptedProvider.layer(["m", { id: "n", aliases: ["alias-of-n"] }])
-    })))
+    }))))
   )
 })

@@ -10,10 +10,10 @@ import * as ChatRun from "../../src/chat/ChatRun.js"
 import { RunFailed, RunTimedOut } from "../../src/chat/errors.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { ResponderLive } from "../../src/chat/Responder.js"
+import { layer as responderLayer } from "../../src/chat/Responder.js"
 import { sseError } from "../../src/dialects/chat-completions/render.js"
 import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
-import { MetricsTest } from "../../src/observability/Metrics.js"
+import { layerTest as metricsTestLayer } from "../../src/observability/Metrics.js"
 import { NodeDisconnected, RunCancelled, RunIdle, StreamClosed } from "../../src/protocol/errors.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { sseBody } from "../support/chatCompletionsBodies.js"
@@ -53,9 +53,9 @@ describe("RunFailed keeps its cause", () => {
         return yield* Stream.mkString(Stream.decodeText(yield* sseBody(request)))
       }).pipe(
         Effect.scoped,
-        Effect.provide(ResponderLive.pipe(
+        Effect.provide(responderLayer.pipe(
           Layer.provide(ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })),
-          Layer.provide(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
+          Layer.provide(Layer.mergeAll(runs.layer, metricsTestLayer, EdgeConfig.layer(config)))
         )),
         Effect.provide(Logger.replace(Logger.defaultLogger, logger))
       )

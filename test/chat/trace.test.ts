@@ -6,11 +6,11 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
 import * as ChatRun from "../../src/chat/ChatRun.js"
-import { ResponderLive } from "../../src/chat/Responder.js"
+import { layer as responderLayer } from "../../src/chat/Responder.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
 import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
-import { MetricsTest } from "../../src/observability/Metrics.js"
+import { layerTest as metricsTestLayer } from "../../src/observability/Metrics.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { sseBody } from "../support/chatCompletionsBodies.js"
 import { ScriptedRunService } from "../../src/testing.js"
@@ -34,9 +34,9 @@ const run = (traceStreams: boolean, metadata: Record<string, string>) =>
       yield* Stream.runDrain(yield* sseBody(request))
     }).pipe(
       Effect.scoped,
-      Effect.provide(ResponderLive.pipe(
+      Effect.provide(responderLayer.pipe(
         Layer.provide(ChatRun.layer({ toolValidationAttempts: 2, traceStreams })),
-        Layer.provide(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
+        Layer.provide(Layer.mergeAll(runs.layer, metricsTestLayer, EdgeConfig.layer(config)))
       )),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger))
     )

@@ -4,13 +4,14 @@ import * as Either from "effect/Either"
 import * as TestClock from "effect/TestClock"
 import type { Readable } from "node:stream"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import * as ChatCompletions from "../../src/dialects/chat-completions/ChatCompletions.js"
+import * as ChatCompletions from "../../src/dialects/chat-completions/dialect.js"
 import { KEEP_ALIVE_AFTER_MS } from "../../src/dialects/Dialect.js"
 import * as Messages from "../../src/dialects/messages/Messages.js"
 import { OPENING_GRACE_MS, Responder } from "../../src/chat/Responder.js"
 import * as Responses from "../../src/dialects/responses/Responses.js"
 import type { Dialect } from "../../src/dialects/Dialect.js"
 import { ScriptedProvider, TestEdge } from "../../src/testing.js"
+import { exposeInternals } from "../../src/compose.js"
 
 /**
  * A stream starts when the upstream accepts: once the run was accepted (the upstream answered 200), the client
@@ -72,7 +73,7 @@ const collect = (body: Readable) => {
 
 const count = (text: string, part: string) => text.split(part).length - 1
 
-const layer = TestEdge.layer({ nodes: ScriptedProvider.layer("m") })
+const layer = exposeInternals(TestEdge.layer({ nodes: ScriptedProvider.layer("m") }))
 
 /** A stream of `api` opened in a fiber, and its scripted run, which the upstream accepted (nothing else yet). */
 const acceptedStream = (api: (typeof apis)[number]) =>

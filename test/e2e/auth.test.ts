@@ -7,7 +7,7 @@ import { type InProcessEdge, runIop, startInProcessEdge, writeTempFile } from ".
 
 /**
  * `server.apiKeys`: every /v1 request needs one of the keys; /healthz and /metrics need none. A key source that
- * yields no key stops the binary (exit 2); the HTTP behaviour runs on in-process edges (`Edge.serverLayer`).
+ * yields no key stops the binary (exit 2); the HTTP behaviour runs on in-process edges (`Edge.layerServer`).
  */
 
 describe("API keys", () => {

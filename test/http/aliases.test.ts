@@ -5,14 +5,14 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { EdgeHttpLive } from "../../src/Edge.js"
-import { NodeServerLive } from "../../src/http/HttpLive.js"
+import { layerHttp } from "../../src/Edge.js"
+import { layerNodeServer } from "../../src/http/HttpLive.js"
 import { serverPort } from "./rawClient.js"
 
 const edgeWith = (json: unknown) => {
   const config = Either.getOrThrow(decodeConfigJson("test", json))
-  return EdgeHttpLive.pipe(
-    Layer.provideMerge(NodeServerLive),
+  return layerHttp.pipe(
+    Layer.provideMerge(layerNodeServer),
     Layer.provide(EdgeConfig.layer(config)),
     Layer.provide(NodeHttpClient.dispatcherLayer)
   )

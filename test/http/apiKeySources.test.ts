@@ -14,7 +14,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { EdgeHttpLive, EdgeLive } from "../../src/Edge.js"
+import { layerHttp, layerServices } from "../../src/Edge.js"
 
 /** Key sources are resolved by the library layers themselves, not only by the CLI: an edge built from them is never open by accident. */
 
@@ -27,7 +27,7 @@ const file = (name: string, text: string): string => {
 }
 
 const edgeWith = (server: Record<string, unknown>) =>
-  EdgeHttpLive.pipe(
+  layerHttp.pipe(
     Layer.provide(
       EdgeConfig.layer(
         Either.getOrThrow(decodeConfigJson("test", { server, models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 0 } }] }))
@@ -45,7 +45,7 @@ const chat = HttpClientRequest.post("/v1/chat/completions").pipe(
 )
 
 describe("API key sources in the library layers", () => {
-  it.scopedLive("EdgeHttpLive enforces the keys of server.apiKeysFile: 401 without a key, 200 with one", () =>
+  it.scopedLive("layerHttp enforces the keys of server.apiKeysFile: 401 without a key, 200 with one", () =>
     Effect.gen(function* () {
       const client = yield* HttpClient.HttpClient
       const missing = yield* client.execute(chat)
@@ -62,17 +62,17 @@ describe("API key sources in the library layers", () => {
     }).pipe(Effect.provide(edgeWith({ apiKeysFile: file("keys", "# keys\nsk-from-file\n") })))
   )
 
-  it.scopedLive("EdgeHttpLive with a key file that holds no key fails to build with ApiKeySourceError (it never serves open)", () =>
+  it.scopedLive("layerHttp with a key file that holds no key fails to build with ApiKeySourceError (it never serves open)", () =>
     Effect.gen(function* () {
       const exit = yield* Layer.build(edgeWith({ apiKeysFile: file("empty", "# nothing yet\n\n") })).pipe(Effect.exit)
       expect(failureTag(exit)).toBe("ApiKeySourceError")
     })
   )
 
-  it.scopedLive("EdgeLive (no server) refuses a key file that holds no key too", () =>
+  it.scopedLive("layerServices (no server) refuses a key file that holds no key too", () =>
     Effect.gen(function* () {
       const config = Either.getOrThrow(decodeConfigJson("test", { server: { apiKeysFile: file("blank", "\n  \n") } }))
-      const layer = EdgeLive.pipe(Layer.provide(EdgeConfig.layer(config)), Layer.provide(NodeHttpClient.dispatcherLayer))
+      const layer = layerServices.pipe(Layer.provide(EdgeConfig.layer(config)), Layer.provide(NodeHttpClient.dispatcherLayer))
       const exit = yield* Layer.build(layer).pipe(Effect.exit)
       expect(failureTag(exit)).toBe("ApiKeySourceError")
     })

@@ -8,7 +8,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { EdgeHttpLive } from "../../src/Edge.js"
+import { layerHttp } from "../../src/Edge.js"
 import { MAX_BODY_DEPTH } from "../../src/dialects/jsonBody.js"
 import { startFakeUpstream, textStream } from "../support/fakeUpstream.js"
 
@@ -134,7 +134,7 @@ const edge = Effect.gen(function* () {
     decodeConfigJson("test", { models: [{ id: "m", provider: { type: "openai", baseUrl: up.url, apiKey: "sk-up" } }] })
   )
   const context = yield* Layer.build(
-    EdgeHttpLive.pipe(
+    layerHttp.pipe(
       Layer.provide(EdgeConfig.layer(config)),
       Layer.provide(NodeHttpClient.dispatcherLayer),
       Layer.provideMerge(NodeHttpServer.layerTest),

@@ -8,10 +8,10 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { EdgeHttpLive } from "../../src/Edge.js"
+import { layerHttp } from "../../src/Edge.js"
 
 const edgeWith = (server: Record<string, unknown>) =>
-  EdgeHttpLive.pipe(
+  layerHttp.pipe(
     Layer.provide(
       EdgeConfig.layer(
         Either.getOrThrow(decodeConfigJson("test", { server, models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 0 } }] }))

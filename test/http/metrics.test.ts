@@ -8,12 +8,12 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { EdgeHttpLive } from "../../src/Edge.js"
+import { layerHttp } from "../../src/Edge.js"
 
 const config = Either.getOrThrow(
   decodeConfigJson("test", { models: [{ id: "echo", provider: { type: "echo", tokenDelayMs: 1 } }] })
 )
-const EdgeUnderTest = EdgeHttpLive.pipe(
+const EdgeUnderTest = layerHttp.pipe(
   Layer.provide(EdgeConfig.layer(config)),
   Layer.provide(NodeHttpClient.dispatcherLayer),
   Layer.provideMerge(NodeHttpServer.layerTest)

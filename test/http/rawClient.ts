@@ -7,8 +7,8 @@ import { createServer, type Server } from "node:http"
 import { connect } from "node:net"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { EdgeHttpLive } from "../../src/Edge.js"
-import { nodeServerLayer, nodeServerOptions, NodeServerLive } from "../../src/http/HttpLive.js"
+import { layerHttp } from "../../src/Edge.js"
+import { layerNodeServer, layerNodeServerWith, nodeServerOptions } from "../../src/http/HttpLive.js"
 
 /** What a raw socket client saw of one exchange. */
 export interface RawExchange {
@@ -108,8 +108,8 @@ export const edgeOnNodeServer = (server: Record<string, unknown> = {}, tokenDela
   )
   const node = watch === undefined ? undefined : createServer(nodeServerOptions(config.server))
   if (node !== undefined) watch?.(node)
-  return EdgeHttpLive.pipe(
-    Layer.provideMerge(node === undefined ? NodeServerLive : nodeServerLayer(config.server, node)),
+  return layerHttp.pipe(
+    Layer.provideMerge(node === undefined ? layerNodeServer : layerNodeServerWith(config.server, node)),
     Layer.provide(EdgeConfig.layer(config)),
     Layer.provide(NodeHttpClient.dispatcherLayer)
   )

@@ -12,7 +12,7 @@ import * as Stream from "effect/Stream"
 import { parseKeyFile, parseKeyList } from "../../src/config/apiKeys.js"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { EdgeHttpLive } from "../../src/Edge.js"
+import { layerHttp } from "../../src/Edge.js"
 import { makeKeyCheck, presentedKey } from "../../src/http/Auth.js"
 
 const config = Either.getOrThrow(
@@ -31,7 +31,7 @@ const config = Either.getOrThrow(
   })
 )
 
-const EdgeUnderTest = EdgeHttpLive.pipe(
+const EdgeUnderTest = layerHttp.pipe(
   Layer.provide(EdgeConfig.layer(config)),
   Layer.provide(NodeHttpClient.dispatcherLayer),
   Layer.provideMerge(NodeHttpServer.layerTest)

@@ -12,7 +12,7 @@ import * as LogLevel from "effect/LogLevel"
 import OpenAI from "openai"
 import * as EdgeConfig from "../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { EdgeHttpLive } from "../../src/Edge.js"
+import { layerHttp } from "../../src/Edge.js"
 import { chunk, sseText, textStream } from "../support/fakeUpstream.js"
 
 /**
@@ -77,7 +77,7 @@ const edgeFor = (baseUrl: string) =>
         models: [{ id: "model", provider }, { id: "strict", provider, output: { strict: true } }]
       })
     )
-    const layer = EdgeHttpLive.pipe(
+    const layer = layerHttp.pipe(
       Layer.provide(EdgeConfig.layer(config)),
       Layer.provide(NodeHttpClient.dispatcherLayer),
       Layer.provideMerge(NodeHttpServer.layerTest),

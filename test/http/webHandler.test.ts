@@ -10,6 +10,7 @@ import { Lifecycle } from "../../src/http/Lifecycle.js"
 import { RunService } from "../../src/run/RunService.js"
 import { HANG_GUARD_MS, metricSum } from "../support/e2e.js"
 import { parseSse } from "../support/sse.js"
+import { exposeInternals } from "../../src/compose.js"
 
 /**
  * The edge's routes and middleware mounted behind `HttpApp.toWebHandler` (web `Request` → `Response`, no Node
@@ -33,7 +34,7 @@ const config = (): EdgeConfig.EdgeConfigShape => {
   }
 }
 
-const EdgeTest = Edge.EdgeLive.pipe(Layer.provideMerge(EdgeConfig.layer(config())))
+const EdgeTest = exposeInternals(Edge.layerServices.pipe(Layer.provideMerge(EdgeConfig.layer(config()))))
 
 /**
  * A fresh edge for one test, closed with it. Not `layer(EdgeTest)` from @effect/vitest: it assigns its own

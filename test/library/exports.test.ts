@@ -1,39 +1,51 @@
 import { describe, expect, it } from "vitest"
-import { existsSync, readFileSync } from "node:fs"
-import { dirname, join, relative, resolve } from "node:path"
+import { readFileSync } from "node:fs"
+import { dirname, join, resolve } from "node:path"
+import { readSurface } from "./publicSurface.js"
 
 const DIST = resolve(import.meta.dirname, "../../dist")
 const ENTRY_POINTS = ["index.d.ts", "nats.d.ts", "testing.d.ts"]
 
-/** The declaration files an entry point re-exports, transitively (`export * from`, `export { … } from`). */
-const exportedFiles = (): Set<string> => {
-  const seen = new Set<string>()
-  const walk = (file: string) => {
-    if (seen.has(file) || !existsSync(file)) return
-    seen.add(file)
-    const text = readFileSync(file, "utf8")
-    for (const m of text.matchAll(/export\s+(?:type\s+)?(?:\*|\{[^}]*\}|\*\s+as\s+\w+)\s+from\s+["'](\.[^"']+)["']/g)) {
-      walk(resolve(dirname(file), (m[1] ?? "").replace(/\.js$/, ".d.ts")))
-    }
-  }
-  for (const entry of ENTRY_POINTS) walk(join(DIST, entry))
-  return seen
+/**
+ * The public surface by decision (docs/library.md, "The public surface"): the modules each entry point exports.
+ * Anything else is internal: not exported, and no public signature names a type a user could not name.
+ */
+const DECIDED: Record<string, ReadonlyArray<string>> = {
+  "index.d.ts": [
+    "ApiKeySourceError", "ChatCompletion", "ChatCompletionChunk", "ChatCompletionRequest", "ChatCompletions",
+    "ChatErrors", "EchoProvider", "Edge", "EdgeConfig", "EdgeErrors", "LoadConfig", "LocalNode", "Metrics",
+    "ModelOptions", "NodeRegistry", "OpenAiProvider", "Provider", "RunErrors", "RunEvent", "RunOutcomeError",
+    "RunService", "RunSink", "SubmitError", "SubmitRunRequest"
+  ],
+  "nats.d.ts": ["BusConfig", "BusConnectFailed", "NodeSettings", "layerEdge", "layerNode", "layerServer"],
+  "testing.d.ts": [
+    "ErrorResponse", "RecordingSink", "RunState", "ScriptedModels", "ScriptedProvider", "ScriptedProviderOptions",
+    "ScriptedRun", "ScriptedRunService", "ServerLayer", "SseEvent", "Step", "TestEdge", "TestServer",
+    "layerEchoModel", "runRequest", "sseEvents"
+  ]
 }
 
-describe("the package's public types", () => {
-  it("every module a public declaration refers to is exported by an entry point (its types can be named)", () => {
-    const exported = exportedFiles()
-    expect(exported.size).toBeGreaterThan(40)
-    const unreachable: Array<string> = []
-    for (const file of exported) {
-      for (const m of readFileSync(file, "utf8").matchAll(/(?:import\(|from\s+)["'](\.[^"']+)["']/g)) {
-        const target = resolve(dirname(file), (m[1] ?? "").replace(/\.js$/, ".d.ts"))
-        if (!exported.has(target)) unreachable.push(`${relative(DIST, target)} (named by ${relative(DIST, file)})`)
-      }
+describe("the package's public surface", () => {
+  const surface = readSurface(DIST, ENTRY_POINTS)
+
+  it("each entry point exports the modules and names the decision lists, and nothing else", () => {
+    for (const entry of ENTRY_POINTS) {
+      const top = [...new Set((surface.exports.get(entry) ?? []).map((name) => name.split(".")[0] ?? name))].sort()
+      expect({ entry, top }).toEqual({ entry, top: [...(DECIDED[entry] ?? [])].sort() })
     }
-    expect(unreachable).toEqual([])
   })
 
+  it("no public signature names a type of the package that no entry point exports", () => {
+    expect(surface.forgotten).toEqual([])
+  })
+
+  it("one layer-naming rule: every public layer (or function returning one) is `layer` or `layerX`", () => {
+    expect(surface.layers.length).toBeGreaterThan(20)
+    expect(surface.layers.filter((name) => !/^layer([A-Z]\w*)?$/.test(name.split(".").at(-1) ?? ""))).toEqual([])
+  })
+})
+
+describe("the package's entry points", () => {
   it("the root entry point does not load the NATS client or the CLI", () => {
     const seen = new Set<string>()
     const external = new Set<string>()

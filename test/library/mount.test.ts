@@ -15,7 +15,7 @@ import * as Provider from "../../src/providers/Provider.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 
 /** A user's provider: answers every run with the model's name and the number of messages. */
-const mine = LocalNode.serve(
+const mine = LocalNode.layerModel(
   { id: "mine", aliases: ["my-alias"] },
   Provider.fromStream((request) =>
     Stream.make(
@@ -43,8 +43,8 @@ const appWith = (config: Edge.EdgeConfigInput, cookie = false) =>
       return HttpServer.serve(stamp(edgeMiddleware(yield* HttpRouter.toHttpApp(router))))
     })
   ).pipe(
-    Layer.provide(Edge.compose({ metrics: Edge.MetricsTest, nodes: Layer.merge(Edge.EmbeddedNodeLive, mine) })),
-    Layer.provide(Edge.configLayer(config)),
+    Layer.provide(Edge.layerFrom({ metrics: Edge.layerMetricsTest, nodes: Layer.merge(Edge.layerEmbeddedNode, mine) })),
+    Layer.provide(Edge.layerEdgeConfig(config)),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
   )
 
@@ -126,7 +126,7 @@ describe("the edge as a library", () => {
   it.effect("Edge.layer decodes a config written in code and names the bad field", () =>
     Effect.gen(function* () {
       const error = yield* Layer.build(Edge.layer({ runs: { idleTimeoutMs: -1 } })).pipe(Effect.scoped, Effect.flip)
-      expect(error._tag).toBe("ConfigError")
+      expect(error._tag).toBe("InvalidConfig")
       expect(error.message).toContain("runs.idleTimeoutMs")
     }))
 

@@ -10,7 +10,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { NodeDisconnected, NodeUnavailable } from "../../src/protocol/errors.js"
-import { type NodeConnection, NodeRegistry, NodeRegistryLive } from "../../src/run/NodeRegistry.js"
+import { type NodeConnection, NodeRegistry, layer as nodeRegistryLayer } from "../../src/run/NodeRegistry.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { NodeId } from "../../src/protocol/RunEvent.js"
 import * as RunServiceM from "../../src/run/RunService.js"
@@ -21,7 +21,7 @@ import { modelOptions } from "../../src/config/EdgeConfig.js"
 
 const request = (model: string): SubmitRunRequest => ({ model, messages: [], tools: [], sampling: {}, metadata: {} })
 
-const RunPlane = RunServiceM.layer({ idleTimeoutMs: 60_000 }).pipe(Layer.provideMerge(NodeRegistryLive))
+const RunPlane = RunServiceM.layer({ idleTimeoutMs: 60_000 }).pipe(Layer.provideMerge(nodeRegistryLayer))
 
 const done = RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} })
 

@@ -2,7 +2,7 @@ import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { ChatRequest } from "../../src/chat/ChatRequest.js"
-import { renderContext } from "../../src/dialects/chat-completions/ChatCompletions.js"
+import { renderContext } from "../../src/dialects/chat-completions/dialect.js"
 import * as Render from "../../src/dialects/chat-completions/render.js"
 import { Responder } from "../../src/chat/Responder.js"
 

@@ -12,7 +12,7 @@ import { afterAll } from "vitest"
  *   child process, for what only the binary shows: flags, exit codes, config
  *   file errors, signals. Build it first: `npx tsc -p tsconfig.build.json`
  *   (`npm test` does).
- * - `startInProcessEdge` serves the same layers (`Edge.serverLayer`) inside
+ * - `startInProcessEdge` serves the same layers (`Edge.layerServer`) inside
  *   the test process, for HTTP behaviour (no second of module loading).
  *
  * Nothing here waits against the clock: a start resolves on the Listening
@@ -280,7 +280,7 @@ export interface InProcessEdge {
 }
 
 /**
- * Serves `Edge.serverLayer` on an ephemeral port of 127.0.0.1 inside the
+ * Serves `Edge.layerServer` on an ephemeral port of 127.0.0.1 inside the
  * test process: the config decoded as `iop edge --config FILE --port 0`
  * would, logs captured instead of written. Resolves on the Listening line.
  */
@@ -318,7 +318,7 @@ export const startInProcessEdge = async (options: InProcessEdgeOptions = {}): Pr
     ConfigProvider.orElse(() => ConfigProvider.fromEnv())
   )
   const fiber = Effect.runFork(
-    Layer.launch(Edge.serverLayer(config)).pipe(
+    Layer.launch(Edge.layerServer(config)).pipe(
       Effect.provide(Layer.mergeAll(Logger.replace(Logger.defaultLogger, capture), Logger.minimumLogLevel(level[config.log.level]))),
       Effect.withConfigProvider(env)
     )

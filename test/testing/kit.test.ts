@@ -12,7 +12,7 @@ import * as TestClock from "effect/TestClock"
 import OpenAI from "openai"
 import { EchoProvider, LocalNode, RunErrors, RunEvent, RunService } from "../../src/index.js"
 import {
-  echoModel,
+  layerEchoModel,
   ErrorResponse,
   RecordingSink,
   runRequest,
@@ -139,7 +139,7 @@ describe("ScriptedProvider", () => {
     )
   )
 
-  it.scoped("a stalled script is silent until the idle timeout; `make` + LocalNode.serve serve several scripted models", () =>
+  it.scoped("a stalled script is silent until the idle timeout; `make` + LocalNode.layerModel serve several scripted models", () =>
     Effect.gen(function* () {
       const stalled = yield* ScriptedProvider.script([Step.text("thinking"), Step.stall])
       const driven = yield* ScriptedProvider.make
@@ -158,14 +158,14 @@ describe("ScriptedProvider", () => {
         yield* thinking.cancelled
       }).pipe(
         Effect.provide(TestEdge.layer({
-          nodes: Layer.mergeAll(LocalNode.serve("stalled", stalled.provider), LocalNode.serve("driven", driven.provider))
+          nodes: Layer.mergeAll(LocalNode.layerModel("stalled", stalled.provider), LocalNode.layerModel("driven", driven.provider))
         }))
       )
     })
   )
 })
 
-describe("echoModel", () => {
+describe("layerEchoModel", () => {
   it.scoped("echoes at once: no token delay, so no clock to move", () =>
     Effect.gen(function* () {
       const runs = yield* RunService.RunService
@@ -173,7 +173,7 @@ describe("echoModel", () => {
       const events = Chunk.toReadonlyArray(yield* Stream.runCollect(handle.events))
       expect(texts(events)).toEqual(["one", " two", "Complete"])
       expect(events.at(-1)).toMatchObject({ usage: { inputTokens: 2, outputTokens: 2 } })
-    }).pipe(Effect.provide(TestEdge.layer({ nodes: echoModel() })))
+    }).pipe(Effect.provide(TestEdge.layer({ nodes: layerEchoModel() })))
   )
 })
 
@@ -208,7 +208,7 @@ describe("ScriptedRunService and RecordingSink", () => {
 })
 
 describe("TestServer", () => {
-  const layer = TestServer.layer({ nodes: Layer.merge(echoModel(), ScriptedProvider.layer("mine")) })
+  const layer = TestServer.layer({ nodes: Layer.merge(layerEchoModel(), ScriptedProvider.layer("mine")) })
 
   it.scopedLive("the openai SDK against its url: streamed and not", () =>
     Effect.gen(function* () {

@@ -24,8 +24,8 @@ export const app = Effect.gen(function* () {
 })
 
 /** The edge's services: no configured models (only ours), our provider, config written in code. */
-export const EdgeServices = Edge.compose({ metrics: Edge.MetricsLive, nodes: ShoutModel }).pipe(
-  Layer.provideMerge(Edge.configLayer({ models: [], log: { level: "warn" }, runs: { idleTimeoutMs: 30_000 } }))
+export const EdgeServices = Edge.layerFrom({ metrics: Edge.layerMetrics, nodes: ShoutModel }).pipe(
+  Layer.provideMerge(Edge.layerEdgeConfig({ models: [], log: { level: "warn" }, runs: { idleTimeoutMs: 30_000 } }))
 )
 
 /** The app served by whatever HttpServer the caller provides. */

@@ -16,8 +16,8 @@ it.live("closing the graph's scope cancels the open run and fails its caller wit
   const capture = Logger.replace(Logger.defaultLogger, Logger.make<unknown, void>(({ message }) => void lines.push(message)))
   return Effect.gen(function* () {
     const scripted = yield* ScriptedProvider.make
-    const Graph = Edge.compose({ metrics: Edge.MetricsTest, nodes: LocalNode.serve("slow", scripted.provider) }).pipe(
-      Layer.provideMerge(Edge.configLayer({ models: [], log: { level: "none" } }))
+    const Graph = Edge.layerFrom({ metrics: Edge.layerMetricsTest, nodes: LocalNode.layerModel("slow", scripted.provider) }).pipe(
+      Layer.provideMerge(Edge.layerEdgeConfig({ models: [], log: { level: "none" } }))
     )
     const scope = yield* Scope.make()
     const services = yield* Layer.buildWithScope(Graph, scope)

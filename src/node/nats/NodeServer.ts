@@ -286,7 +286,7 @@ export const serve = (
  * `iop node`: connects to the bus, hosts the models' providers and serves
  * them until the layer is released (then drains as `serve` describes).
  */
-export const nodeLayer = (options: {
+export const layer = (options: {
   readonly bus: BusConfig
   readonly node: NodeSettings
   readonly models: ReadonlyArray<ModelConfig>

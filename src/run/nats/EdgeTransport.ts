@@ -361,7 +361,7 @@ export const discover = (
   })
 
 /** The edge's side of the bus: connection, discovery and heartbeat, for as long as the layer lives. */
-export const edgeLayer = (
+export const layer = (
   options: DiscoverOptions
 ): Layer.Layer<never, BusConnectFailed, NodeRegistry> =>
   Layer.scopedDiscard(discover(options)).pipe(
@@ -370,6 +370,6 @@ export const edgeLayer = (
     )
   )
 
-/** `edgeLayer` when the config has a `bus`, else nothing: no remote nodes, no announced models. */
+/** `layer` when the config has a `bus`, else nothing: no remote nodes, no announced models. */
 export const layerFromConfig = (bus: BusConfig | undefined): Layer.Layer<never, BusConnectFailed, NodeRegistry> =>
-  bus === undefined ? Layer.empty : edgeLayer({ bus })
+  bus === undefined ? Layer.empty : layer({ bus })

@@ -14,17 +14,19 @@ import * as Stream from "effect/Stream"
 import * as ChatRun from "../../../src/chat/ChatRun.js"
 import * as EdgeConfig from "../../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../../src/config/loadConfig.js"
+import { layer as chatCompletionsLayer } from "../../../src/dialects/chat-completions/typedApi.js"
+import { chatRequestOf } from "../../../src/dialects/chat-completions/prepared.js"
 import { sseError } from "../../../src/dialects/chat-completions/render.js"
-import { GatewayLive } from "../../../src/chat/Gateway.js"
-import { ResponderLive } from "../../../src/chat/Responder.js"
-import { HttpAppLive } from "../../../src/http/HttpLive.js"
-import { LifecycleLive } from "../../../src/http/Lifecycle.js"
-import { LimitsLive } from "../../../src/chat/Limits.js"
+import { layer as gatewayLayer } from "../../../src/chat/Gateway.js"
+import { layer as responderLayer } from "../../../src/chat/Responder.js"
+import { layerApp as appLayer } from "../../../src/http/HttpLive.js"
+import { layer as lifecycleLayer } from "../../../src/http/Lifecycle.js"
+import { layerFromConfig as limitsLayer } from "../../../src/chat/Limits.js"
 import { ChatCompletion, ChatCompletionChunk, ChatCompletions } from "../../../src/index.js"
-import { MetricsTest } from "../../../src/observability/Metrics.js"
+import { layerTest as metricsTestLayer } from "../../../src/observability/Metrics.js"
 import { messageText } from "../../../src/providers/echo/Echo.js"
 import { fromStream } from "../../../src/providers/Provider.js"
-import { type NodeConnection, NodeRegistry, NodeRegistryLive } from "../../../src/run/NodeRegistry.js"
+import { type NodeConnection, NodeRegistry, layer as nodeRegistryLayer } from "../../../src/run/NodeRegistry.js"
 import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import * as RunServiceM from "../../../src/run/RunService.js"
 
@@ -112,17 +114,17 @@ const setup = Effect.gen(function* () {
   const register = Layer.scopedDiscard(
     Effect.flatMap(NodeRegistry, (r) => Effect.zipRight(r.register(node.connection), r.register(fullNode)))
   )
-  const services = ChatCompletions.ChatCompletionsLive.pipe(
-    Layer.provideMerge(GatewayLive),
-    Layer.provideMerge(Layer.merge(ResponderLive, LimitsLive)),
+  const services = chatCompletionsLayer.pipe(
+    Layer.provideMerge(gatewayLayer),
+    Layer.provideMerge(Layer.merge(responderLayer, limitsLayer)),
     Layer.provideMerge(ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })),
-    Layer.provideMerge(Layer.merge(MetricsTest, register)),
+    Layer.provideMerge(Layer.merge(metricsTestLayer, register)),
     Layer.provideMerge(RunServiceM.layer({ idleTimeoutMs: 60_000 })),
-    Layer.provideMerge(NodeRegistryLive),
+    Layer.provideMerge(nodeRegistryLayer),
     Layer.provideMerge(EdgeConfig.layer(config))
   )
-  const layer = HttpAppLive.pipe(
-    Layer.provide(LifecycleLive),
+  const layer = appLayer.pipe(
+    Layer.provide(lifecycleLayer),
     Layer.provideMerge(services),
     Layer.provideMerge(NodeHttpServer.layerTest)
   )
@@ -130,7 +132,7 @@ const setup = Effect.gen(function* () {
 })
 
 type ChatCompletionRequest = ChatCompletions.ChatCompletionRequest
-type ChatRequest = ChatCompletions.ChatRequest
+type PreparedRequest = ChatCompletions.PreparedRequest
 
 const wire = (message: string, fields: Partial<ChatCompletionRequest> = {}): ChatCompletionRequest => ({
   model: "m",
@@ -138,7 +140,7 @@ const wire = (message: string, fields: Partial<ChatCompletionRequest> = {}): Cha
   ...fields
 })
 
-const chatRequest = (w: ChatCompletionRequest): Effect.Effect<ChatRequest, never, ChatCompletions.ChatCompletions> =>
+const chatRequest = (w: ChatCompletionRequest): Effect.Effect<PreparedRequest, never, ChatCompletions.ChatCompletions> =>
   Effect.orDie(ChatCompletions.request(w))
 
 /** The same request over HTTP: the response body's text. */
@@ -313,7 +315,9 @@ describe("typed Chat Completions API", () => {
           ChatCompletions.request(wire("hello", { tool_choice: { type: "function", function: { name: "absent" } } }))
         )
         expect(badChoice).toMatchObject({ _tag: "InvalidRequest", param: "tool_choice" })
-        const request = yield* chatRequest(wire("hello", { model: "strict", temperature: 0.2 }))
+        const prepared = yield* chatRequest(wire("hello", { model: "strict", temperature: 0.2 }))
+        expect(prepared.model).toBe("strict")
+        const request = chatRequestOf(prepared)
         expect(request).toMatchObject({ api: "chat_completions", submit: { model: "strict", sampling: { temperature: 0.2 } } })
         expect(request.policy.strict).toBe(true)
       }).pipe(Effect.provide(layer))

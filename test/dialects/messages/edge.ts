@@ -10,7 +10,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as EdgeConfig from "../../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../../src/config/loadConfig.js"
-import { EdgeHttpLive } from "../../../src/Edge.js"
+import { layerHttp } from "../../../src/Edge.js"
 import { type FakeUpstream, type Handler, type Script, startFakeUpstream } from "../../support/fakeUpstream.js"
 
 /**
@@ -66,7 +66,7 @@ export const messagesEdge = (handler: Handler | Script, options: EdgeOptions = {
         ]
       })
     )
-    const layer = EdgeHttpLive.pipe(
+    const layer = layerHttp.pipe(
       Layer.provide(EdgeConfig.layer(config)),
       Layer.provide(NodeHttpClient.dispatcherLayer),
       Layer.provideMerge(NodeHttpServer.layerTest),

@@ -9,8 +9,8 @@ import * as EdgeConfig from "../../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../../src/config/loadConfig.js"
 import * as Messages from "../../../src/dialects/messages/Messages.js"
 import { KEEP_ALIVE_AFTER_MS } from "../../../src/dialects/Dialect.js"
-import { Responder, ResponderLive } from "../../../src/chat/Responder.js"
-import { MetricsTest } from "../../../src/observability/Metrics.js"
+import { Responder, layer as responderLayer } from "../../../src/chat/Responder.js"
+import { layerTest as metricsTestLayer } from "../../../src/observability/Metrics.js"
 import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import { ScriptedRunService } from "../../../src/testing.js"
 
@@ -31,9 +31,9 @@ describe("Messages keep-alive", () => {
   it.scoped("a silent run gets a ping after KEEP_ALIVE_AFTER_MS of silence, by the Clock, and none before", () => {
     // One token, then the run says nothing more (the upstream is thinking).
     const runs = ScriptedRunService.make([ScriptedRunService.eventStream(Stream.make(RunEvent.delta("a")).pipe(Stream.concat(Stream.never)))])
-    const layer = ResponderLive.pipe(
+    const layer = responderLayer.pipe(
       Layer.provideMerge(ChatRun.layer({ toolValidationAttempts: 1, traceStreams: false })),
-      Layer.provideMerge(Layer.mergeAll(runs.layer, MetricsTest, EdgeConfig.layer(config)))
+      Layer.provideMerge(Layer.mergeAll(runs.layer, metricsTestLayer, EdgeConfig.layer(config)))
     )
     return Effect.gen(function* () {
       const responder = yield* Responder

@@ -10,7 +10,7 @@ import * as LogLevel from "effect/LogLevel"
 import OpenAI from "openai"
 import * as EdgeConfig from "../../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../../src/config/loadConfig.js"
-import { EdgeHttpLive } from "../../../src/Edge.js"
+import { layerHttp } from "../../../src/Edge.js"
 import { type FakeUpstream, type Handler, type Script, startFakeUpstream } from "../../support/fakeUpstream.js"
 
 /**
@@ -65,7 +65,7 @@ export const testEdge = (handler: Handler | Script) =>
         annotations: Object.fromEntries(HashMap.toEntries(annotations))
       })
     })
-    const layer = EdgeHttpLive.pipe(
+    const layer = layerHttp.pipe(
       Layer.provide(EdgeConfig.layer(config)),
       Layer.provide(NodeHttpClient.dispatcherLayer),
       Layer.provideMerge(NodeHttpServer.layerTest),

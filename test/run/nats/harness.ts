@@ -50,7 +50,7 @@ export const busConfig = (url: string, options: { readonly nodeTimeoutMs?: numbe
 
 const tuning: NatsBus.ClientTuning = { reconnectTimeWaitMs: 100 }
 
-export const echoModel = (tokenDelayMs: number, id = "echo"): ModelConfig =>
+export const layerEchoModel = (tokenDelayMs: number, id = "echo"): ModelConfig =>
   Schema.decodeUnknownSync(ModelConfig)({ id, provider: { type: "echo", tokenDelayMs } })
 
 export const request = (text: string, model = "echo"): SubmitRunRequest => ({
@@ -207,7 +207,7 @@ export const serveNode = (
     yield* NodeServer.serve(node, {
       bus,
       nodeId: node.id,
-      models: options.models ?? node.models.map((m) => echoModel(0, m.id)),
+      models: options.models ?? node.models.map((m) => layerEchoModel(0, m.id)),
       ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})
     }).pipe(Effect.provideService(NatsBus.NatsConnection, conn), Scope.extend(scope))
     return { node, conn, scope }
@@ -220,7 +220,7 @@ export const makeNode = (
   options: { readonly maxConcurrentRuns?: number; readonly tokenDelayMs?: number; readonly drainTimeoutMs?: number } = {}
 ) =>
   Effect.gen(function* () {
-    const model = echoModel(options.tokenDelayMs ?? 0)
+    const model = layerEchoModel(options.tokenDelayMs ?? 0)
     const models = yield* Node.servedFromConfig([model]).pipe(Effect.provide(NodeHttpClient.dispatcherLayer))
     const node = Node.make({ id: NodeId.make(id), models, maxConcurrentRuns: options.maxConcurrentRuns ?? 4 })
     return yield* serveNode(bus, node, {

@@ -1,0 +1,131 @@
+/**
+ * The edge's services put together (internal): every service, the door and the response path included, for the
+ * public layers of `Edge.ts` to build on and for tests that call internal services. The public layers hand out
+ * the internal ones only inside the opaque `EdgeInternals`.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ChatRun from "./chat/ChatRun.js"
+import * as Gateway from "./chat/Gateway.js"
+import * as Limits from "./chat/Limits.js"
+import * as Responder from "./chat/Responder.js"
+import { type ApiKeySourceError, layer as apiKeysLayer } from "./config/apiKeys.js"
+import { EdgeConfig } from "./config/EdgeConfig.js"
+import { ChatCompletions } from "./dialects/chat-completions/ChatCompletions.js"
+import { layer as chatCompletionsLayer } from "./dialects/chat-completions/typedApi.js"
+import * as Lifecycle from "./http/Lifecycle.js"
+import { Metrics } from "./observability/Metrics.js"
+import * as NodeRegistry from "./run/NodeRegistry.js"
+import * as RunService from "./run/RunService.js"
+
+/** The run service with the config's idle timeout. */
+export const runServiceLayer: Layer.Layer<RunService.RunService, never, EdgeConfig | NodeRegistry.NodeRegistry> =
+  Layer.unwrapEffect(EdgeConfig.pipe(Effect.map((c) => RunService.layer({ idleTimeoutMs: c.runs.idleTimeoutMs }))))
+
+/** The run plane: the registry of nodes (the model catalogue) and the run service over it. */
+export const runPlaneLayer: Layer.Layer<RunService.RunService | NodeRegistry.NodeRegistry, never, EdgeConfig> =
+  runServiceLayer.pipe(Layer.provideMerge(NodeRegistry.layer))
+
+/** The chat plane with the config's retry and trace settings. */
+export const chatLayer: Layer.Layer<ChatRun.Chat, never, EdgeConfig | RunService.RunService | Metrics> =
+  Layer.unwrapEffect(
+    EdgeConfig.pipe(
+      Effect.map((c) =>
+        ChatRun.layer({ toolValidationAttempts: c.runs.toolValidationAttempts, traceStreams: c.log.traceStreams })
+      )
+    )
+  )
+
+/** The services a user of the edge may name. */
+export type PublicServices = ChatCompletions | RunService.RunService | NodeRegistry.NodeRegistry | Metrics
+
+/** The edge's own services: the door, the response path, the chat plane, limits and the lifecycle. */
+export type InternalServices =
+  | Gateway.Gateway
+  | Responder.Responder
+  | ChatRun.Chat
+  | Lifecycle.Lifecycle
+  | Limits.Limits
+
+let contextOfInternals: (internals: Internals) => Context.Context<InternalServices>
+let makeInternals: (context: Context.Context<InternalServices>) => Internals
+
+/** The edge's own services, held opaque: what `routes`, `middleware` and the serving layers read. */
+export class Internals {
+  readonly #context: Context.Context<InternalServices>
+  private constructor(context: Context.Context<InternalServices>) {
+    this.#context = context
+  }
+  static {
+    contextOfInternals = (internals) => internals.#context
+    makeInternals = (context) => new Internals(context)
+  }
+}
+
+export const internalsContext = (internals: Internals): Context.Context<InternalServices> =>
+  contextOfInternals(internals)
+
+/** The tag of the edge's own services (opaque): provided by `Edge.layerFrom`, read by the routes. */
+export class EdgeInternals extends Context.Tag("@iop/edge/EdgeInternals")<EdgeInternals, Internals>() {}
+
+/**
+ * The config with `server.apiKeysFile` / `server.apiKeysEnv` read into `server.apiKeys`. Every layer that builds
+ * the edge goes through it, so a key source is enforced (or, yielding no key, stops the build) however the edge
+ * is assembled; a config already resolved passes through unchanged.
+ */
+const resolvedConfigLayer: Layer.Layer<EdgeConfig, ApiKeySourceError, EdgeConfig> = apiKeysLayer.pipe(
+  Layer.provide(NodeFileSystem.layer)
+)
+
+/** Every service of the edge, internal ones included, from its metrics and the nodes that serve its models. */
+export const composeAll = <E>(parts: {
+  readonly metrics: Layer.Layer<Metrics>
+  readonly nodes: Layer.Layer<never, E, NodeRegistry.NodeRegistry | EdgeConfig>
+}): Layer.Layer<PublicServices | InternalServices | EdgeConfig, E | ApiKeySourceError, EdgeConfig> =>
+  Layer.mergeAll(chatCompletionsLayer, parts.nodes).pipe(
+    Layer.provideMerge(Gateway.layer),
+    Layer.provideMerge(Responder.layer),
+    Layer.provideMerge(chatLayer),
+    Layer.provideMerge(runPlaneLayer),
+    Layer.provideMerge(Layer.mergeAll(parts.metrics, Lifecycle.layer, Limits.layerFromConfig)),
+    Layer.provideMerge(resolvedConfigLayer)
+  )
+
+/** `composeAll` with the internal services put away in `EdgeInternals`. */
+export const compose = <E>(parts: {
+  readonly metrics: Layer.Layer<Metrics>
+  readonly nodes: Layer.Layer<never, E, NodeRegistry.NodeRegistry | EdgeConfig>
+}): Layer.Layer<PublicServices | EdgeInternals | EdgeConfig, E | ApiKeySourceError, EdgeConfig> =>
+  Layer.effectContext(
+    Effect.map(Effect.context<PublicServices | InternalServices | EdgeConfig>(), (all) =>
+      Context.pick(ChatCompletions, RunService.RunService, NodeRegistry.NodeRegistry, Metrics, EdgeConfig)(all).pipe(
+        Context.add(
+          EdgeInternals,
+          makeInternals(
+            Context.pick(Gateway.Gateway, Responder.Responder, ChatRun.Chat, Lifecycle.Lifecycle, Limits.Limits)(all)
+          )
+        )
+      ))
+  ).pipe(Layer.provide(composeAll(parts)))
+
+/** Provides the edge's own services, from `EdgeInternals`, to an effect that needs some of them. */
+export const withInternals = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, Exclude<R, InternalServices> | EdgeInternals> =>
+  Effect.flatMap(EdgeInternals, (internals) => Effect.provide(effect, internalsContext(internals)))
+
+/** Provides the edge's own services, from `EdgeInternals`, to a layer that needs some of them. */
+export const layerWithInternals = <A, E, R>(
+  layer: Layer.Layer<A, E, R>
+): Layer.Layer<A, E, Exclude<R, InternalServices> | EdgeInternals> =>
+  Layer.unwrapEffect(
+    Effect.map(EdgeInternals, (internals) => layer.pipe(Layer.provide(Layer.succeedContext(internalsContext(internals)))))
+  )
+
+/** A layer that provides `EdgeInternals`, with the edge's own services beside it (for tests of internal services). */
+export const exposeInternals = <A, E, R>(
+  layer: Layer.Layer<A | EdgeInternals, E, R>
+): Layer.Layer<A | EdgeInternals | InternalServices, E, R> =>
+  Layer.provideMerge(Layer.effectContext(Effect.map(EdgeInternals, internalsContext)), layer)
