@@ -11,12 +11,16 @@
  * dropped when it touches a block; any other segment is emitted verbatim. A dangling open hint at the end of the
  * stream that already names the format (`<tool_call`, `{{tool_call`, `[TOOL_CALLS`) is Malformed, not text: the
  * model started a call and was cut off. Anything shorter (`<tool_c`) is text.
+ *
+ * Several hints: the one that completes first opens its block (`openHints.ts`); no hint may contain another
+ * (tested over the registry). Bare shapes: a response whose first non-whitespace char is a bare format's `first` is
+ * held whole while some format sharing that char can still be it, and decided by `parse` at the end.
  */
 import { type BareFormat, type BlockResult, isWhitespace, lowerCode } from "../toolcalls/block.js"
-import { type Registry, registry, type ScannedOpener, type TagOpener } from "../toolcalls/registry.js"
-import { compilePattern, type Pattern, patternStep } from "../toolcalls/tagScan.js"
+import type { Registry } from "../toolcalls/registry.js"
+import { patternStep } from "../toolcalls/tagScan.js"
 import type { ParsedToolCall, RequestTool, TextFormat } from "../toolcalls/types.js"
-import { buildHints, type HintAutomaton } from "./openHints.js"
+import { type Compiled, type Scanner, scannerFor, scannerOf } from "./scanner.js"
 
 export interface ToolTextOptions {
   readonly formats: ReadonlyArray<TextFormat>
@@ -28,17 +32,6 @@ export type ToolTextOutput =
   | { readonly _tag: "Call"; readonly call: ParsedToolCall }
   | { readonly _tag: "Malformed"; readonly reason: string }
 
-type Compiled =
-  | { readonly _tag: "Tag"; readonly opener: TagOpener; readonly open: Pattern; readonly close: Pattern }
-  | { readonly _tag: "Scanned"; readonly opener: ScannedOpener; readonly open: Pattern }
-
-/** What a set of enabled formats compiles to: built once per set, shared by every request that enables it. */
-interface Scanner {
-  /** Indexed as the automaton's hints. */
-  readonly openers: ReadonlyArray<Compiled>
-  readonly hints: HintAutomaton
-  readonly bare: ReadonlyArray<BareFormat>
-}
 
 interface Config {
   readonly tools: ReadonlyArray<RequestTool>
@@ -113,39 +106,6 @@ const join = (held: Chunks): string => {
 
 const textMode = (ws: Chunks, bare: boolean): Mode => ({ _tag: "Text", partial: "", node: 0, ws, hasText: false, bare })
 
-/** Open hints that are the same in any case are one hint: the first opener that has it wins. */
-const compile = (reg: Registry): Scanner => {
-  const seen = new Set<string>()
-  const openers: Array<Compiled> = []
-  for (const opener of reg.openers) {
-    const key = Array.from(opener.open, (ch) => String.fromCharCode(lowerCode(ch.charCodeAt(0)))).join("")
-    if (seen.has(key) || key === "") continue
-    seen.add(key)
-    openers.push(
-      opener._tag === "Tag"
-        ? { _tag: "Tag", opener, open: compilePattern(opener.open), close: compilePattern(opener.close) }
-        : { _tag: "Scanned", opener, open: compilePattern(opener.open) }
-    )
-  }
-  const hints = buildHints(openers.map((c) => c.opener.open), openers.map((c) => c.opener.committed))
-  return { openers, hints, bare: reg.bare }
-}
-
-// One scanner per distinct set of enabled formats (there are a few per deployment): built once, not per request.
-const byFormats = new Map<string, Scanner>()
-const byRegistry = new WeakMap<Registry, Scanner>()
-const MAX_SCANNERS = 256
-
-const scannerFor = (formats: ReadonlyArray<TextFormat>): Scanner => {
-  const key = [...new Set(formats)].sort().join(",")
-  const known = byFormats.get(key)
-  if (known !== undefined) return known
-  if (byFormats.size >= MAX_SCANNERS) byFormats.clear()
-  const built = compile(registry(formats))
-  byFormats.set(key, built)
-  return built
-}
-
 const start = (scanner: Scanner, tools: ReadonlyArray<RequestTool>): ToolTextState => {
   const bare = tools.length > 0 ? scanner.bare : []
   const config: Config = {
@@ -160,14 +120,8 @@ const start = (scanner: Scanner, tools: ReadonlyArray<RequestTool>): ToolTextSta
 export const initial = (options: ToolTextOptions): ToolTextState => start(scannerFor(options.formats), options.tools)
 
 /** A filter over formats given as a registry (tests and benchmarks of formats not in `TEXT_FORMATS`). */
-export const initialWith = (reg: Registry, tools: ReadonlyArray<RequestTool>): ToolTextState => {
-  let scanner = byRegistry.get(reg)
-  if (scanner === undefined) {
-    scanner = compile(reg)
-    byRegistry.set(reg, scanner)
-  }
-  return start(scanner, tools)
-}
+export const initialWith = (reg: Registry, tools: ReadonlyArray<RequestTool>): ToolTextState =>
+  start(scannerOf(reg), tools)
 
 /** The mutable scratch of one append or flush; the state it ends with is frozen into a new ToolTextState. */
 interface Run {
