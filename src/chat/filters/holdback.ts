@@ -2,20 +2,25 @@
  * The streaming tool-text filter: text that is, or may still become, tool-call markup is held back; text around it
  * streams on; each block of markup becomes its calls (or one Malformed) as soon as it ends.
  *
- * Linear by construction: each char is stepped once through a rolling (KMP) match of the open hints, or once
- * through the open block's end matcher; held text is kept as a list of chunks and joined once, when its block ends.
- * The one rescan is a bare_json candidate that turns out not to be one: its text is scanned once more as text.
+ * Linear by construction: each char is stepped once through one Aho–Corasick automaton over all open hints
+ * (`openHints.ts`: one table lookup a char, however many formats are on), or once through the open block's end
+ * matcher; held text is kept as a list of chunks and joined once, when its block ends. The one rescan is a bare
+ * candidate (`BareFormat`) that turns out not to be one: its text is scanned once more as text.
  *
  * Whitespace: a segment of text between blocks (or before the first / after the last) that is only whitespace is
  * dropped when it touches a block; any other segment is emitted verbatim. A dangling open hint at the end of the
  * stream that already names the format (`<tool_call`, `{{tool_call`, `[TOOL_CALLS`) is Malformed, not text: the
  * model started a call and was cut off. Anything shorter (`<tool_c`) is text.
+ *
+ * Several hints: the one that completes first opens its block (`openHints.ts`); no hint may contain another
+ * (tested over the registry). Bare shapes: a response whose first non-whitespace char is a bare format's `first` is
+ * held whole while some format sharing that char can still be it, and decided by `parse` at the end.
  */
-import { type BlockResult, isWhitespace, lowerCode } from "../toolcalls/block.js"
-import { JSON_OPENED, jsonClosed, jsonStep } from "../toolcalls/jsonScan.js"
-import { registry, type ScannedOpener, type TagOpener } from "../toolcalls/registry.js"
-import { compilePattern, type Pattern, patternStep } from "../toolcalls/tagScan.js"
+import { type BareFormat, type BlockResult, isWhitespace, lowerCode } from "../toolcalls/block.js"
+import type { Registry } from "../toolcalls/registry.js"
+import { patternStep } from "../toolcalls/tagScan.js"
 import type { ParsedToolCall, RequestTool, TextFormat } from "../toolcalls/types.js"
+import { type Compiled, type Scanner, scannerFor, scannerOf } from "./scanner.js"
 
 export interface ToolTextOptions {
   readonly formats: ReadonlyArray<TextFormat>
@@ -27,17 +32,12 @@ export type ToolTextOutput =
   | { readonly _tag: "Call"; readonly call: ParsedToolCall }
   | { readonly _tag: "Malformed"; readonly reason: string }
 
-type Compiled =
-  | { readonly _tag: "Tag"; readonly opener: TagOpener; readonly open: Pattern; readonly close: Pattern }
-  | { readonly _tag: "Scanned"; readonly opener: ScannedOpener; readonly open: Pattern }
 
 interface Config {
   readonly tools: ReadonlyArray<RequestTool>
-  readonly openers: ReadonlyArray<Compiled>
-  readonly noMatch: ReadonlyArray<number>
-  /** Flags, by ASCII code, the chars an open hint starts with (in either case). */
-  readonly starts: Uint8Array
-  readonly bare: ((text: string, tools: ReadonlyArray<RequestTool>) => ParsedToolCall | undefined) | undefined
+  readonly scanner: Scanner
+  /** The bare formats in play (none without tools). */
+  readonly bare: ReadonlyArray<BareFormat>
   /** No tools or no formats: text is text. */
   readonly pass: boolean
 }
@@ -48,24 +48,18 @@ interface Config {
  */
 type Chunks = { readonly parts: Array<string>; readonly length: number } | undefined
 
-// Phases of a bare_json candidate: before its `{`, before its first key, inside the object, after it.
-const BARE_START = 0
-const BARE_KEY = 1
-const BARE_BODY = 2
-const BARE_CLOSED = 3
-
 type Mode =
   | {
     readonly _tag: "Text"
     /** The longest suffix that may still become an open hint (never whitespace). */
     readonly partial: string
-    /** Per opener, how many chars of its open hint the text ends with. */
-    readonly matched: ReadonlyArray<number>
+    /** The hint automaton's node: `partial` is as long as its depth. */
+    readonly node: number
     /** Whitespace at the start of the segment, held until it is known whether it touches a block. */
     readonly ws: Chunks
     /** Some of the segment was emitted: the rest is emitted verbatim. */
     readonly hasText: boolean
-    /** Only whitespace so far in the whole response, and bare_json is on. */
+    /** Only whitespace so far in the whole response, and a bare format is on. */
     readonly bare: boolean
   }
   | {
@@ -81,7 +75,14 @@ type Mode =
     readonly body: Chunks
     readonly scan: number
   }
-  | { readonly _tag: "Bare"; readonly ws: Chunks; readonly held: Chunks; readonly phase: number; readonly scan: number }
+  | {
+    readonly _tag: "Bare"
+    readonly ws: Chunks
+    /** From the shape's first char on. */
+    readonly held: Chunks
+    /** Per bare format of the config, its scan state; undefined once it cannot be this shape. */
+    readonly states: ReadonlyArray<number | undefined>
+  }
 
 export interface ToolTextState {
   readonly config: Config
@@ -103,40 +104,24 @@ const join = (held: Chunks): string => {
   return (held.parts.length === held.length ? held.parts : held.parts.slice(0, held.length)).join("")
 }
 
-const textMode = (config: Config, ws: Chunks, bare: boolean): Mode => ({
-  _tag: "Text",
-  partial: "",
-  matched: config.noMatch,
-  ws,
-  hasText: false,
-  bare
-})
+const textMode = (ws: Chunks, bare: boolean): Mode => ({ _tag: "Text", partial: "", node: 0, ws, hasText: false, bare })
 
-export const initial = (options: ToolTextOptions): ToolTextState => {
-  const reg = registry(options.formats)
-  const openers = reg.openers.map((opener): Compiled =>
-    opener._tag === "Tag"
-      ? { _tag: "Tag", opener, open: compilePattern(opener.open), close: compilePattern(opener.close) }
-      : { _tag: "Scanned", opener, open: compilePattern(opener.open) }
-  )
-  const bare = options.tools.length > 0 ? reg.bare : undefined
-  const starts = new Uint8Array(128)
-  // Open hints are ASCII.
-  for (const opener of reg.openers) {
-    const lower = lowerCode(opener.open.charCodeAt(0))
-    starts[lower] = 1
-    starts[lower >= 0x61 && lower <= 0x7a ? lower - 0x20 : lower] = 1
-  }
+const start = (scanner: Scanner, tools: ReadonlyArray<RequestTool>): ToolTextState => {
+  const bare = tools.length > 0 ? scanner.bare : []
   const config: Config = {
-    tools: options.tools,
-    openers,
-    noMatch: openers.map(() => 0),
-    starts,
+    tools,
+    scanner,
     bare,
-    pass: options.tools.length === 0 || (openers.length === 0 && bare === undefined)
+    pass: tools.length === 0 || (scanner.openers.length === 0 && bare.length === 0)
   }
-  return { config, mode: textMode(config, undefined, bare !== undefined), sawBlock: false }
+  return { config, mode: textMode(undefined, bare.length > 0), sawBlock: false }
 }
+
+export const initial = (options: ToolTextOptions): ToolTextState => start(scannerFor(options.formats), options.tools)
+
+/** A filter over formats given as a registry (tests and benchmarks of formats not in `TEXT_FORMATS`). */
+export const initialWith = (reg: Registry, tools: ReadonlyArray<RequestTool>): ToolTextState =>
+  start(scannerOf(reg), tools)
 
 /** The mutable scratch of one append or flush; the state it ends with is frozen into a new ToolTextState. */
 interface Run {
@@ -183,67 +168,66 @@ const openBlock = (c: Compiled): Mode =>
 
 /** Text mode: `text[i - partial.length, i)` is the held partial. */
 const scanText = (run: Run, m: Extract<Mode, { _tag: "Text" }>, text: string, from: number): number => {
-  const openers = run.config.openers
+  const a = run.config.scanner.hints
+  const { asciiColumn, depth, done, next, otherColumn, otherStarts, root, width } = a
   const n = text.length
   const segStart = from - m.partial.length
-  // Our copy of m.matched, made on the first step of a match: most chunks of prose never need one.
-  let own: Array<number> | undefined
+  let node = m.node
   // Where the first non-whitespace of the unemitted segment is (the partial is never whitespace).
   let firstText = m.partial.length > 0 ? segStart : -1
   let bare = m.bare
-  let alive = m.partial.length > 0
-  const starts = run.config.starts
   for (let i = from; i < n; i++) {
     const code = text.charCodeAt(i)
     if (firstText < 0 && !isWhitespace(code)) {
       firstText = i
       if (bare) {
-        if (code === 0x7b) {
-          const ws = push(m.ws, text.slice(segStart, i))
-          run.mode = { _tag: "Bare", ws, held: undefined, phase: BARE_START, scan: 0 }
+        const states = bareStates(run.config.bare, code)
+        if (states !== undefined) {
+          run.mode = { _tag: "Bare", ws: push(m.ws, text.slice(segStart, i)), held: undefined, states }
           return i
         }
         bare = false
       }
     }
-    // Fast path through prose: nothing to match until an open hint's first char.
-    if (!alive && (code >= 128 || starts[code] !== 1)) continue
-    const c = lowerCode(code)
-    alive = false
-    const matched = own ?? (own = m.matched.slice())
-    for (let k = 0; k < openers.length; k++) {
-      const opener = openers[k]
+    if (node === 0) {
+      // Fast path through prose: one lookup for a char that starts no hint.
+      if (code < 128) node = root[code] ?? 0
+      else if (otherStarts) node = next[otherColumn.get(code) ?? 0] ?? 0
+      if (node === 0) continue
+    } else {
+      node = next[node * width + (code < 128 ? asciiColumn[code] ?? 0 : otherColumn.get(code) ?? 0)] ?? 0
+    }
+    const hint = done[node] ?? -1
+    if (hint >= 0) {
+      const opener = run.config.scanner.openers[hint]
       if (opener === undefined) continue
-      const j = patternStep(opener.open, matched[k] ?? 0, c)
-      matched[k] = j
-      alive ||= j > 0
-      // No open hint contains another's first char, so no longer partial match can still be alive here.
-      if (j === opener.open.codes.length) {
-        const start = i + 1 - j
-        if (m.hasText || (firstText >= 0 && firstText < start)) {
-          emitText(run, join(m.ws) + text.slice(segStart, start), start + run.shift)
-        }
-        run.sawBlock = true
-        run.mode = openBlock(opener)
-        return i + 1
+      const start = i + 1 - opener.open.codes.length
+      if (m.hasText || (firstText >= 0 && firstText < start)) {
+        emitText(run, join(m.ws) + text.slice(segStart, start), start + run.shift)
       }
+      run.sawBlock = true
+      run.mode = openBlock(opener)
+      return i + 1
     }
   }
-  const matched = alive ? own ?? m.matched : run.config.noMatch
-  let longest = 0
-  for (const j of matched) longest = Math.max(longest, j)
-  const holdStart = n - longest
+  const holdStart = n - (depth[node] ?? 0)
   const released = text.slice(segStart, holdStart)
   const partial = text.slice(holdStart)
   if (m.hasText || (firstText >= 0 && firstText < holdStart)) {
     emitText(run, join(m.ws) + released, holdStart + run.shift)
     // Plain prose leaves the mode as it was: keep the object.
-    const same = m.hasText && partial === "" && m.partial === "" && matched === m.matched && bare === m.bare
-    run.mode = same ? m : { _tag: "Text", partial, matched, ws: undefined, hasText: true, bare }
+    const same = m.hasText && node === 0 && m.node === 0 && bare === m.bare
+    run.mode = same ? m : { _tag: "Text", partial, node, ws: undefined, hasText: true, bare }
   } else {
-    run.mode = { _tag: "Text", partial, matched, ws: push(m.ws, released), hasText: false, bare }
+    run.mode = { _tag: "Text", partial, node, ws: push(m.ws, released), hasText: false, bare }
   }
   return n
+}
+
+/** Per bare format, its start state when the response starts with its first char; undefined when none does. */
+const bareStates = (bare: ReadonlyArray<BareFormat>, code: number): ReadonlyArray<number | undefined> | undefined => {
+  const states = bare.map((f) => (f.first === code ? f.start : undefined))
+  return states.some((s) => s !== undefined) ? states : undefined
 }
 
 const scanTag = (run: Run, m: Extract<Mode, { _tag: "Tag" }>, text: string, from: number): number => {
@@ -264,7 +248,7 @@ const scanTag = (run: Run, m: Extract<Mode, { _tag: "Tag" }>, text: string, from
       const full = join(push(m.body, text.slice(from, i + 1)))
       const tagLength = closed ? close.codes.length : open.codes.length
       emitBlock(run, opener.parse(full.slice(0, full.length - tagLength), closed, run.config.tools))
-      run.mode = closed ? textMode(run.config, undefined, false) : openBlock(m.c)
+      run.mode = closed ? textMode(undefined, false) : openBlock(m.c)
       return i + 1
     }
   }
@@ -279,7 +263,7 @@ const scanScanned = (run: Run, m: Extract<Mode, { _tag: "Scanned" }>, text: stri
     s = format.step(s, text.charCodeAt(i))
     if (format.done(s)) {
       emitBlock(run, format.parse(join(push(m.body, text.slice(from, i + 1))), true, run.config.tools))
-      run.mode = textMode(run.config, undefined, false)
+      run.mode = textMode(undefined, false)
       return i + 1
     }
   }
@@ -287,28 +271,30 @@ const scanScanned = (run: Run, m: Extract<Mode, { _tag: "Scanned" }>, text: stri
   return text.length
 }
 
-/** A response that so far is whitespace and a `{...` that may still be one bare JSON object: held whole. */
+/**
+ * A response that so far is whitespace and the start of a bare shape (`{...`, `[...`): held whole while any bare
+ * format can still be it. The first char (the shape's `first`) is held but not stepped: `start` is the state after it.
+ */
 const scanBare = (run: Run, m: Extract<Mode, { _tag: "Bare" }>, text: string, from: number): number => {
-  let phase = m.phase
-  let s = m.scan
-  for (let i = from; i < text.length; i++) {
+  const formats = run.config.bare
+  const states = m.states.slice()
+  let i = from
+  if (m.held === undefined) i++
+  for (; i < text.length; i++) {
     const c = text.charCodeAt(i)
-    let alive = true
-    if (phase === BARE_START) {
-      s = JSON_OPENED
-      phase = BARE_KEY
-    } else if (phase === BARE_KEY) {
-      if (c === 0x22 || c === 0x7d) {
-        s = jsonStep(s, c)
-        phase = jsonClosed(s) ? BARE_CLOSED : BARE_BODY
-      } else alive = isWhitespace(c)
-    } else if (phase === BARE_BODY) {
-      s = jsonStep(s, c)
-      if (jsonClosed(s)) phase = BARE_CLOSED
-    } else alive = isWhitespace(c)
+    let alive = false
+    for (let k = 0; k < states.length; k++) {
+      const s = states[k]
+      const f = formats[k]
+      if (s === undefined || f === undefined) continue
+      // A closed shape may only be followed by whitespace.
+      const t = f.done(s) ? (isWhitespace(c) ? s : undefined) : f.step(s, c)
+      states[k] = t === undefined || f.dead(t) ? undefined : t
+      alive ||= states[k] !== undefined
+    }
     if (!alive) {
       // Not a bare call after all: scan what was held (and the rest of this chunk) once more, as ordinary text.
-      run.mode = textMode(run.config, m.ws, false)
+      run.mode = textMode(m.ws, false)
       const again = join(push(m.held, text.slice(from)))
       const shift = run.shift
       // `again` ends where `text` does.
@@ -318,7 +304,7 @@ const scanBare = (run: Run, m: Extract<Mode, { _tag: "Bare" }>, text: string, fr
       return text.length
     }
   }
-  run.mode = { _tag: "Bare", ws: m.ws, held: push(m.held, text.slice(from)), phase, scan: s }
+  run.mode = { _tag: "Bare", ws: m.ws, held: push(m.held, text.slice(from)), states }
   return text.length
 }
 
@@ -378,13 +364,14 @@ const finish = (run: Run): void => {
   const tools = run.config.tools
   switch (m._tag) {
     case "Text": {
-      let dangling: Compiled | undefined
-      m.matched.forEach((j, k) => {
-        const opener = run.config.openers[k]
-        if (opener !== undefined && j >= opener.opener.committed) dangling = opener
-      })
-      if (dangling !== undefined) {
-        emit(run, { _tag: "Malformed", reason: `${dangling.opener.open}: the response ended inside the open tag` })
+      const { dangling, danglingLength } = run.config.scanner.hints
+      const opener = run.config.scanner.openers[dangling[m.node] ?? -1]
+      if (opener !== undefined) {
+        // The text ends inside an open tag that already names its format: a call cut off, not text.
+        const tag = danglingLength[m.node] ?? 0
+        const before = m.partial.slice(0, m.partial.length - tag)
+        if (before !== "") emitText(run, join(m.ws) + before, -tag)
+        emit(run, { _tag: "Malformed", reason: `${opener.opener.open}: the response ended inside the open tag` })
       } else if (m.hasText || m.partial !== "" || !run.sawBlock) {
         emitText(run, join(m.ws) + m.partial, 0)
       }
@@ -401,18 +388,35 @@ const finish = (run: Run): void => {
       return
     case "Bare": {
       const held = join(m.held)
-      const call = m.phase === BARE_CLOSED ? run.config.bare?.(held, tools) : undefined
-      if (call !== undefined) {
-        emit(run, { _tag: "Call", call })
+      const found = bareCalls(run.config.bare, m.states, held.trim(), tools)
+      if (found !== undefined) {
+        for (const call of found) emit(run, { _tag: "Call", call })
         return
       }
-      run.mode = textMode(run.config, m.ws, false)
+      run.mode = textMode(m.ws, false)
       run.shift = -held.length
       scanAll(run, held, 0)
       finish(run)
       return
     }
   }
+}
+
+/** The calls of the first closed bare shape that parses to some; undefined when none does (the text is text). */
+const bareCalls = (
+  formats: ReadonlyArray<BareFormat>,
+  states: ReadonlyArray<number | undefined>,
+  text: string,
+  tools: ReadonlyArray<RequestTool>
+): ReadonlyArray<ParsedToolCall> | undefined => {
+  for (let k = 0; k < formats.length; k++) {
+    const f = formats[k]
+    const s = states[k]
+    if (f === undefined || s === undefined || !f.done(s)) continue
+    const found = f.parse(text, tools)
+    if (found !== undefined && found.length > 0) return found
+  }
+  return undefined
 }
 
 /** `ends` as for `append`, as offsets from the end of the input (0 or less). */

@@ -1,10 +1,10 @@
 /** The enabled text formats, as the hold-back scanner sees them: open hints, how their blocks end, and parsers. */
-import type { BlockResult, ScannedFormat, TagFormat } from "./block.js"
-import { parseBareJson } from "./bareJson.js"
+import { bareJson } from "./bareJson.js"
+import type { BareFormat, BlockResult, ScannedFormat, TagFormat } from "./block.js"
 import { mistral } from "./mistral.js"
 import { mustache } from "./mustache.js"
 import { qwen3Xml } from "./qwen3Xml.js"
-import type { ParsedToolCall, RequestTool, TextFormat } from "./types.js"
+import type { RequestTool, TextFormat } from "./types.js"
 import { xml } from "./xml.js"
 
 /** A block that ends at a close tag (or at the next open tag, or at the end of the stream). */
@@ -28,12 +28,13 @@ export type Opener = TagOpener | ScannedOpener
 
 export interface Registry {
   readonly openers: ReadonlyArray<Opener>
-  /** Set when bare_json is enabled: the call a whole response is, if it is one. */
-  readonly bare: ((text: string, tools: ReadonlyArray<RequestTool>) => ParsedToolCall | undefined) | undefined
+  /** The enabled shapes without markers, each a call only when it is the whole response. */
+  readonly bare: ReadonlyArray<BareFormat>
 }
 
 const TAG_FORMATS: ReadonlyArray<TagFormat> = [xml, qwen3Xml, mustache]
 const SCANNED_FORMATS: ReadonlyArray<ScannedFormat> = [mistral]
+const BARE_FORMATS: ReadonlyArray<BareFormat> = [bareJson]
 
 /**
  * Formats that share an open tag (xml and qwen3_xml) form one opener, told apart by the block's body. Once one of
@@ -59,5 +60,5 @@ export const registry = (formats: ReadonlyArray<TextFormat>): Registry => {
   const scanned = SCANNED_FORMATS.filter((f) => formats.includes(f.format)).map(
     (format): ScannedOpener => ({ _tag: "Scanned", open: format.open, committed: format.committed, format })
   )
-  return { openers: [...tags, ...scanned], bare: formats.includes("bare_json") ? parseBareJson : undefined }
+  return { openers: [...tags, ...scanned], bare: BARE_FORMATS.filter((f) => formats.includes(f.format)) }
 }

@@ -225,7 +225,7 @@ describe("registry", () => {
 
   it("enables only the formats asked for", () => {
     expect(registry(["mustache"]).openers.map((o) => o.open)).toEqual(["{{tool_call}}"])
-    expect(registry(["bare_json"])).toMatchObject({ openers: [], bare: expect.any(Function) })
-    expect(registry([]).bare).toBeUndefined()
+    expect(registry(["bare_json"])).toMatchObject({ openers: [], bare: [{ format: "bare_json", first: 0x7b }] })
+    expect(registry([]).bare).toEqual([])
   })
 })
