@@ -46,6 +46,11 @@ describe("functionary_v31", () => {
     expectEverySplit("a <function> b <function", options(["functionary_v31"]), [text("a <function> b <function")])
   })
 
+  it("leaves <function= inside a qwen3_xml block to qwen3_xml", () => {
+    const qwen = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+    expectEverySplit(qwen, options(["qwen3_xml", "functionary_v31"]), [called("get_weather", { city: "Paris" })])
+  })
+
   const blocks = fc.tuple(randomCase("<function="), randomCase("</function>"), anyCall).map(([open, close, c]) => {
     const head = `${open}${c.name}>${JSON.stringify(c.args)}`
     return block(`${head}${close}`, [called(c.name, c.args)], head)

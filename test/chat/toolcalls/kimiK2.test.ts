@@ -11,6 +11,7 @@ import {
   MALFORMED,
   options,
   randomCase,
+  stream,
   text,
   tools
 } from "./holdbackHarness.js"
@@ -57,6 +58,18 @@ describe("kimi_k2", () => {
       options(["kimi_k2"]),
       [text("Let me search."), called("search", { query: "x" }), called("get_weather", { city: "P" })]
     )
+  })
+
+  it("is linear: 20,000 calls in one block, and a 2 MB argument, in 4-char deltas", () => {
+    const many = Array.from({ length: 20_000 }, (_, i) => kimiCall("search", i, { query: String(i) })).join("")
+    const big = kimiCall("search", 0, { query: "x".repeat(2_000_000) })
+    for (const [body, count] of [[many, 20_000], [big, 1]] as const) {
+      const t = `${OPEN}${body}${CLOSE}`
+      const chunks: Array<string> = []
+      for (let i = 0; i < t.length; i += 4) chunks.push(t.slice(i, i + 4))
+      const events = stream(chunks, options(["kimi_k2"]))
+      expect(events.filter((e) => e._tag === "Call" && e.call.name === "search")).toHaveLength(count)
+    }
   })
 
   const blocks = fc
