@@ -2,10 +2,10 @@
  * Apertus: `<|tools_prefix|>[{"NAME": {...arguments}}, ...]<|tools_suffix|>`: each call is an object whose one
  * key is the tool's name. An object of the usual `{"name": ..., "arguments": ...}` shape is read as that.
  */
+import { clip } from "../../common/clip.js"
 import type { TagFormat } from "./block.js"
 import { argumentsText, callFromValue, isRecord, REASON_PART_CHARS } from "./json.js"
 import { parseJsonBody } from "./jsonBlocks.js"
-import { clip } from "../../common/clip.js"
 import type { ParsedToolCall } from "./types.js"
 
 const WHERE = "<|tools_prefix|>"

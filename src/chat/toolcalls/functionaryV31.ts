@@ -24,7 +24,8 @@ const parse: TagFormat["parse"] = (body, closed, tools) => {
   const parsed = jsonValue(rest, where)
   if (!parsed.ok) return malformed(parsed.reason)
   const args = argumentsText(parsed.value)
-  return args === undefined ? malformed(`${where}: arguments are not a JSON object`) : calls([{ name, arguments: args }])
+  if (args === undefined) return malformed(`${where}: arguments are not a JSON object`)
+  return calls([{ name, arguments: args }])
 }
 
 export const functionaryV31: TagFormat = {
