@@ -11,7 +11,16 @@ export const TEXT_FORMATS = [
   "mustache",
   "qwen3_xml",
   "mistral",
-  "bare_json"
+  "bare_json",
+  "llama3_json",
+  "granite",
+  "cohere",
+  "apertus",
+  "llamacpp_envelope",
+  "nemotron",
+  "functionary_v31",
+  "deepseek_v3",
+  "kimi_k2"
 ] as const
 export type TextFormat = (typeof TEXT_FORMATS)[number]
 

@@ -1,8 +1,17 @@
 /** The enabled text formats, as the hold-back scanner sees them: open hints, how their blocks end, and parsers. */
+import { apertus } from "./apertus.js"
 import { bareJson } from "./bareJson.js"
 import type { BareFormat, BlockResult, ScannedFormat, TagFormat } from "./block.js"
+import { cohere } from "./cohere.js"
+import { deepseekV3 } from "./deepseek.js"
+import { functionaryV31 } from "./functionaryV31.js"
+import { granite } from "./granite.js"
+import { kimiK2 } from "./kimiK2.js"
+import { llama3Json } from "./llama3Json.js"
+import { llamacppEnvelope } from "./llamacppEnvelope.js"
 import { mistral } from "./mistral.js"
 import { mustache } from "./mustache.js"
+import { nemotron } from "./nemotron.js"
 import { qwen3Xml } from "./qwen3Xml.js"
 import type { RequestTool, TextFormat } from "./types.js"
 import { xml } from "./xml.js"
@@ -32,9 +41,20 @@ export interface Registry {
   readonly bare: ReadonlyArray<BareFormat>
 }
 
-const TAG_FORMATS: ReadonlyArray<TagFormat> = [xml, qwen3Xml, mustache]
-const SCANNED_FORMATS: ReadonlyArray<ScannedFormat> = [mistral]
-const BARE_FORMATS: ReadonlyArray<BareFormat> = [bareJson]
+const TAG_FORMATS: ReadonlyArray<TagFormat> = [
+  xml,
+  qwen3Xml,
+  mustache,
+  llama3Json,
+  cohere,
+  apertus,
+  nemotron,
+  functionaryV31,
+  deepseekV3,
+  kimiK2
+]
+const SCANNED_FORMATS: ReadonlyArray<ScannedFormat> = [mistral, granite]
+const BARE_FORMATS: ReadonlyArray<BareFormat> = [bareJson, llamacppEnvelope]
 
 /**
  * Formats that share an open tag (xml and qwen3_xml) form one opener, told apart by the block's body. Once one of
