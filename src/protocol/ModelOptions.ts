@@ -10,6 +10,14 @@ export const TEXT_FORMATS = [
   "xml",
   "mustache",
   "qwen3_xml",
+  "glm45",
+  "glm47",
+  "minimax_m2",
+  "seed_oss",
+  "deepseek_v32",
+  "deepseek_v4",
+  "kimi_k3",
+  "hy3",
   "mistral",
   "bare_json"
 ] as const

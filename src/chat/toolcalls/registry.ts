@@ -1,9 +1,15 @@
 /** The enabled text formats, as the hold-back scanner sees them: open hints, how their blocks end, and parsers. */
 import type { BlockResult, ScannedFormat, TagFormat } from "./block.js"
 import { parseBareJson } from "./bareJson.js"
+import { deepseekV32, deepseekV4 } from "./deepseekDsml.js"
+import { glm45, glm47 } from "./glm.js"
+import { hy3 } from "./hy3.js"
+import { kimiK3 } from "./kimiK3.js"
+import { minimaxM2 } from "./minimaxM2.js"
 import { mistral } from "./mistral.js"
 import { mustache } from "./mustache.js"
 import { qwen3Xml } from "./qwen3Xml.js"
+import { seedOss } from "./seedOss.js"
 import type { ParsedToolCall, RequestTool, TextFormat } from "./types.js"
 import { xml } from "./xml.js"
 
@@ -32,7 +38,19 @@ export interface Registry {
   readonly bare: ((text: string, tools: ReadonlyArray<RequestTool>) => ParsedToolCall | undefined) | undefined
 }
 
-const TAG_FORMATS: ReadonlyArray<TagFormat> = [xml, qwen3Xml, mustache]
+const TAG_FORMATS: ReadonlyArray<TagFormat> = [
+  xml,
+  qwen3Xml,
+  mustache,
+  glm45,
+  glm47,
+  minimaxM2,
+  seedOss,
+  deepseekV32,
+  deepseekV4,
+  kimiK3,
+  hy3
+]
 const SCANNED_FORMATS: ReadonlyArray<ScannedFormat> = [mistral]
 
 /**
