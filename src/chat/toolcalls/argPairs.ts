@@ -80,7 +80,9 @@ export const parsePairCall = (
     const keyStart = at + syntax.key.length
     const following = nextKey(keyStart)
     const open = nextValue(keyStart)
-    if (open < 0 || (following >= 0 && open > following)) return malformed(`${syntax.where}${shown}: a key has no value`)
+    if (open < 0 || (following >= 0 && open > following)) {
+      return malformed(`${syntax.where}${shown}: a key has no value`)
+    }
     const keyClose = nextKeyEnd(keyStart)
     const key = body.slice(keyStart, keyClose >= 0 && keyClose < open ? keyClose : open).trim()
     if (key === "") return malformed(`${syntax.where}${shown}: an argument has no name`)

@@ -1,7 +1,7 @@
 /**
  * DeepSeek DSML (V3.2): `<｜DSML｜function_calls>` holding `<｜DSML｜invoke name="NAME">` elements, each with
- * `<｜DSML｜parameter name="KEY" string="true|false">VALUE</｜DSML｜parameter>` per argument (`｜` is the fullwidth
- * U+FF5C). `string="true"` marks the value as raw text; `string="false"` as JSON. V4 writes the same body inside
+ * `<｜DSML｜parameter name="KEY" string="true|false">VALUE</｜DSML｜parameter>` per argument (`｜` is the
+ * fullwidth U+FF5C). `string="true"` marks the value as raw text; `string="false"` as JSON. V4 writes the same body inside
  * `<｜DSML｜tool_calls>`.
  */
 import type { TagFormat } from "./block.js"

@@ -31,7 +31,8 @@ const parse = (body: string, closed: boolean, tools: ReadonlyArray<RequestTool>)
     const finished = end >= 0 && (following < 0 || end < following)
     // Only the last call can be cut off by the end of the stream; an earlier one is ended by the next.
     const whole = finished || following >= 0 || closed
-    const result = parsePairCall(syntax, body.slice(start, finished ? end : following >= 0 ? following : body.length), whole, tools)
+    const stop = finished ? end : following >= 0 ? following : body.length
+    const result = parsePairCall(syntax, body.slice(start, stop), whole, tools)
     if (result._tag === "Malformed") return result
     out.push(...result.calls)
     at = following

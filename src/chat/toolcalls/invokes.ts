@@ -110,7 +110,8 @@ const readArguments = (
     args[key] = syntax.value(body.slice(h.content, valueEnd), body.slice(h.start, h.end), props[key])
     pos = closedHere ? close + syntax.paramEnd.length : valueEnd
   }
-  return Object.keys(args).length > 0 || syntax.jsonArgs === undefined ? args : jsonArguments(body, f, syntax, from, end)
+  if (Object.keys(args).length > 0 || syntax.jsonArgs === undefined) return args
+  return jsonArguments(body, f, syntax, from, end)
 }
 
 /** Kimi K3's whole-object form, when a call has no per-argument elements. */
@@ -129,7 +130,8 @@ const jsonArguments = (
   const close = f.jsonClose(h.content)
   const text = body.slice(h.content, close >= 0 && close < end ? close : end)
   const parsed = parseJson(text.trim())
-  return parsed.ok && isRecord(parsed.value) ? { ...parsed.value } : `${syntax.where}: the JSON arguments are not an object`
+  if (parsed.ok && isRecord(parsed.value)) return { ...parsed.value }
+  return `${syntax.where}: the JSON arguments are not an object`
 }
 
 /** Every call in a block body. `closed`: the block's close tag was seen (else its last call must be complete). */
