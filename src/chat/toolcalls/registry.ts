@@ -9,10 +9,16 @@ import { granite } from "./granite.js"
 import { kimiK2 } from "./kimiK2.js"
 import { llama3Json } from "./llama3Json.js"
 import { llamacppEnvelope } from "./llamacppEnvelope.js"
+import { deepseekV32, deepseekV4 } from "./deepseekDsml.js"
+import { glm45, glm47 } from "./glm.js"
+import { hy3 } from "./hy3.js"
+import { kimiK3 } from "./kimiK3.js"
+import { minimaxM2 } from "./minimaxM2.js"
 import { mistral } from "./mistral.js"
 import { mustache } from "./mustache.js"
 import { nemotron } from "./nemotron.js"
 import { qwen3Xml } from "./qwen3Xml.js"
+import { seedOss } from "./seedOss.js"
 import type { RequestTool, TextFormat } from "./types.js"
 import { xml } from "./xml.js"
 
@@ -51,7 +57,15 @@ const TAG_FORMATS: ReadonlyArray<TagFormat> = [
   nemotron,
   functionaryV31,
   deepseekV3,
-  kimiK2
+  kimiK2,
+  glm45,
+  glm47,
+  minimaxM2,
+  seedOss,
+  deepseekV32,
+  deepseekV4,
+  kimiK3,
+  hy3
 ]
 const SCANNED_FORMATS: ReadonlyArray<ScannedFormat> = [mistral, granite]
 const BARE_FORMATS: ReadonlyArray<BareFormat> = [bareJson, llamacppEnvelope]
