@@ -11,7 +11,13 @@ export const TEXT_FORMATS = [
   "mustache",
   "qwen3_xml",
   "mistral",
-  "bare_json"
+  "bare_json",
+  "pythonic",
+  "llama4_pythonic",
+  "olmo3",
+  "lfm2",
+  "function_gemma",
+  "gemma4"
 ] as const
 export type TextFormat = (typeof TEXT_FORMATS)[number]
 

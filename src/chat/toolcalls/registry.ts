@@ -1,8 +1,10 @@
 /** The enabled text formats, as the hold-back scanner sees them: open hints, how their blocks end, and parsers. */
 import type { BlockResult, ScannedFormat, TagFormat } from "./block.js"
 import { parseBareJson } from "./bareJson.js"
+import { functionGemma, gemma4 } from "./gemmaCall.js"
 import { mistral } from "./mistral.js"
 import { mustache } from "./mustache.js"
+import { lfm2, llama4Pythonic, olmo3 } from "./pythonicFormats.js"
 import { qwen3Xml } from "./qwen3Xml.js"
 import type { ParsedToolCall, RequestTool, TextFormat } from "./types.js"
 import { xml } from "./xml.js"
@@ -32,7 +34,16 @@ export interface Registry {
   readonly bare: ((text: string, tools: ReadonlyArray<RequestTool>) => ParsedToolCall | undefined) | undefined
 }
 
-const TAG_FORMATS: ReadonlyArray<TagFormat> = [xml, qwen3Xml, mustache]
+const TAG_FORMATS: ReadonlyArray<TagFormat> = [
+  xml,
+  qwen3Xml,
+  mustache,
+  llama4Pythonic,
+  olmo3,
+  lfm2,
+  functionGemma,
+  gemma4
+]
 const SCANNED_FORMATS: ReadonlyArray<ScannedFormat> = [mistral]
 
 /**
