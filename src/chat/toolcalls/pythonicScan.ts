@@ -80,6 +80,10 @@ const stringStep = (depth: number, mode: number, double: number, c: number): num
   }
 }
 
+const startsLiteral = (c: number): boolean =>
+  c === SINGLE || c === DOUBLE || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x5b ||
+  c === 0x28 || c === 0x7b || isIdentStart(c)
+
 /** The next scan state after char code `c`. */
 export const pythonicStep = (s: number, c: number): number => {
   const mode = s % MODES
@@ -101,9 +105,9 @@ export const pythonicStep = (s: number, c: number): number => {
       return ws ? AFTER_KEY : c === 0x3d ? EQUALS : DEAD
     case EQUALS:
     case VALUE_START:
-      // `==` is a comparison, and a value cannot be empty.
+      // A value starts a literal: a quote, a number, a bracket, or a name (True, None, an r'' prefix).
       if (ws) return VALUE_START
-      return c === 0x3d || c === 0x2c || c === 0x29 || c === 0x5d || c === 0x7d ? DEAD : valueStep(0, c)
+      return startsLiteral(c) ? valueStep(0, c) : DEAD
     case VALUE:
       return valueStep(depth, c)
     case AFTER_CALL:
