@@ -28,7 +28,13 @@ export const TEXT_FORMATS = [
   "nemotron",
   "functionary_v31",
   "deepseek_v3",
-  "kimi_k2"
+  "kimi_k2",
+  "pythonic",
+  "llama4_pythonic",
+  "olmo3",
+  "lfm2",
+  "function_gemma",
+  "gemma4"
 ] as const
 export type TextFormat = (typeof TEXT_FORMATS)[number]
 

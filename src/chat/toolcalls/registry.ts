@@ -4,19 +4,21 @@ import { bareJson } from "./bareJson.js"
 import type { BareFormat, BlockResult, ScannedFormat, TagFormat } from "./block.js"
 import { cohere } from "./cohere.js"
 import { deepseekV3 } from "./deepseek.js"
+import { deepseekV32, deepseekV4 } from "./deepseekDsml.js"
 import { functionaryV31 } from "./functionaryV31.js"
+import { functionGemma, gemma4 } from "./gemmaCall.js"
+import { glm45, glm47 } from "./glm.js"
 import { granite } from "./granite.js"
+import { hy3 } from "./hy3.js"
 import { kimiK2 } from "./kimiK2.js"
+import { kimiK3 } from "./kimiK3.js"
 import { llama3Json } from "./llama3Json.js"
 import { llamacppEnvelope } from "./llamacppEnvelope.js"
-import { deepseekV32, deepseekV4 } from "./deepseekDsml.js"
-import { glm45, glm47 } from "./glm.js"
-import { hy3 } from "./hy3.js"
-import { kimiK3 } from "./kimiK3.js"
 import { minimaxM2 } from "./minimaxM2.js"
 import { mistral } from "./mistral.js"
 import { mustache } from "./mustache.js"
 import { nemotron } from "./nemotron.js"
+import { lfm2, llama4Pythonic, olmo3, pythonic } from "./pythonicFormats.js"
 import { qwen3Xml } from "./qwen3Xml.js"
 import { seedOss } from "./seedOss.js"
 import type { RequestTool, TextFormat } from "./types.js"
@@ -65,10 +67,15 @@ const TAG_FORMATS: ReadonlyArray<TagFormat> = [
   deepseekV32,
   deepseekV4,
   kimiK3,
-  hy3
+  hy3,
+  llama4Pythonic,
+  olmo3,
+  lfm2,
+  functionGemma,
+  gemma4
 ]
 const SCANNED_FORMATS: ReadonlyArray<ScannedFormat> = [mistral, granite]
-const BARE_FORMATS: ReadonlyArray<BareFormat> = [bareJson, llamacppEnvelope]
+const BARE_FORMATS: ReadonlyArray<BareFormat> = [bareJson, llamacppEnvelope, pythonic]
 
 /**
  * Formats that share an open tag (xml and qwen3_xml) form one opener, told apart by the block's body. Once one of
