@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Harmony from "../../../src/chat/filters/harmony.js"
+import * as Sentinel from "../../../src/chat/filters/sentinel.js"
 
 type Out = Harmony.HarmonyOutput
 
@@ -241,6 +242,49 @@ describe("harmony filter", () => {
     expect(run(["<|channel|>final<|message|>" + body])).toEqual([content(body)])
     const text = "<|channel|>final<|message|>" + "<|end|>".repeat(50_000)
     expect(run([text])).toEqual([])
+  })
+
+  /** Harmony in front of the sentinel filter (as the session is to chain them): content and reasoning each through one. */
+  const composed = (chunks: ReadonlyArray<string>): { readonly content: string; readonly reasoning: string; readonly calls: number } => {
+    let harmony = Harmony.initial
+    let contentSentinel = Sentinel.initial(Sentinel.DEFAULT_SENTINELS)
+    let reasoningSentinel = Sentinel.initial(Sentinel.DEFAULT_SENTINELS)
+    let contentText = ""
+    let reasoningText = ""
+    let calls = 0
+    const take = (outs: ReadonlyArray<Out>) => {
+      for (const o of outs) {
+        if (o._tag === "Content") {
+          const [next, text] = Sentinel.append(contentSentinel, o.text)
+          contentSentinel = next
+          contentText += text
+        } else if (o._tag === "Reasoning") {
+          const [next, text] = Sentinel.append(reasoningSentinel, o.text)
+          reasoningSentinel = next
+          reasoningText += text
+        } else if (o._tag === "Call") calls++
+      }
+    }
+    for (const chunk of chunks) {
+      const [next, outs] = Harmony.append(harmony, chunk)
+      harmony = next
+      take(outs)
+    }
+    take(Harmony.flush(harmony))
+    return {
+      content: contentText + Sentinel.flush(contentSentinel),
+      reasoning: reasoningText + Sentinel.flush(reasoningSentinel),
+      calls
+    }
+  }
+
+  it("in front of the sentinel filter, keeps harmony's <|end|> from cutting the answer; Phi-3's still cuts", () => {
+    const gptOss = "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>answer<|return|>"
+    const phi3 = "The answer.<|end|>\n<|user|>more"
+    everySplit(gptOss, (chunks) => expect(composed(chunks)).toEqual({ content: "answer", reasoning: "think", calls: 0 }))
+    everySplit(phi3, (chunks) => expect(composed(chunks)).toEqual({ content: "The answer.", reasoning: "", calls: 0 }))
+    const call = "<|channel|>analysis<|message|>t<|end|><|start|>assistant<|channel|>commentary to=functions.f json<|message|>{}<|call|>"
+    expect(composed([call])).toEqual({ content: "", reasoning: "t", calls: 1 })
   })
 
   // ---- properties -------------------------------------------------------------------------------------------------
