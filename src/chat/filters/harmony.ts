@@ -83,7 +83,7 @@ const matchLength = (text: string, at: number, marker: string): number => {
   return k
 }
 
-/** `marker`: the marker found at `at`; "" when `text` ends at `at` in a partial marker (or has none: `at` is its end). */
+/** `marker`: the marker found at `at`; "" when `text` ends in a partial marker from `at` (or has none: `at` = end). */
 interface Found {
   readonly at: number
   readonly marker: string
@@ -208,7 +208,9 @@ const afterMessage = (marker: string): HarmonyState | undefined => {
 /** One step: consumes `text` from `from` in `state`; `at` is where to go on, or -1 when all was consumed. */
 type Step = readonly [HarmonyState, number]
 
-const inHeader = (s: Extract<HarmonyState, { _tag: "Header" }>, text: string, from: number, out: Array<HarmonyOutput>): Step => {
+type In<T extends HarmonyState["_tag"]> = Extract<HarmonyState, { _tag: T }>
+
+const inHeader = (s: In<"Header">, text: string, from: number, out: Array<HarmonyOutput>): Step => {
   const found = findMarker(text, from)
   const header = s.header + text.slice(from, found.at)
   if (header.length > MAX_HEADER_CHARS) {
@@ -217,7 +219,9 @@ const inHeader = (s: Extract<HarmonyState, { _tag: "Header" }>, text: string, fr
   }
   const next = found.at + found.marker.length
   if (found.marker === "") return [{ ...s, header, held: text.slice(found.at) }, -1]
-  if (found.marker === CHANNEL || found.marker === CONSTRAIN) return [{ ...s, header: header + found.marker, held: "" }, next]
+  if (found.marker === CHANNEL || found.marker === CONSTRAIN) {
+    return [{ ...s, header: header + found.marker, held: "" }, next]
+  }
   if (found.marker === MESSAGE) {
     const route = routeOf(parseHeader(s.fromStart, header), out)
     return route === undefined ? [ENDED, -1] : [{ _tag: "Body", route, held: "" }, next]
@@ -231,7 +235,7 @@ const bodyText = (route: Route, text: string, out: Array<HarmonyOutput>): Route 
   return route._tag === "Call" && text !== "" ? { ...route, body: route.body + text } : route
 }
 
-const inBody = (s: Extract<HarmonyState, { _tag: "Body" }>, text: string, from: number, out: Array<HarmonyOutput>): Step => {
+const inBody = (s: In<"Body">, text: string, from: number, out: Array<HarmonyOutput>): Step => {
   const found = findMarker(text, from)
   const route = bodyText(s.route, text.slice(from, found.at), out)
   if (found.marker === "") return [{ _tag: "Body", route, held: text.slice(found.at) }, -1]
@@ -282,7 +286,7 @@ const consume = (state: HarmonyState, text: string, out: Array<HarmonyOutput>): 
   return s
 }
 
-const leading = (s: Extract<HarmonyState, { _tag: "Leading" }>, chunk: string, out: Array<HarmonyOutput>): HarmonyState => {
+const leading = (s: In<"Leading">, chunk: string, out: Array<HarmonyOutput>): HarmonyState => {
   let i = 0
   if (s.probe === "") while (i < chunk.length && isWhitespace(chunk.charCodeAt(i))) i++
   const held = s.held + chunk

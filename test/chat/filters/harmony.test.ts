@@ -245,7 +245,13 @@ describe("harmony filter", () => {
   })
 
   /** Harmony in front of the sentinel filter (as the session is to chain them): content and reasoning each through one. */
-  const composed = (chunks: ReadonlyArray<string>): { readonly content: string; readonly reasoning: string; readonly calls: number } => {
+  interface Composed {
+    readonly content: string
+    readonly reasoning: string
+    readonly calls: number
+  }
+
+  const composed = (chunks: ReadonlyArray<string>): Composed => {
     let harmony = Harmony.initial
     let contentSentinel = Sentinel.initial(Sentinel.DEFAULT_SENTINELS)
     let reasoningSentinel = Sentinel.initial(Sentinel.DEFAULT_SENTINELS)
@@ -283,7 +289,8 @@ describe("harmony filter", () => {
     const phi3 = "The answer.<|end|>\n<|user|>more"
     everySplit(gptOss, (chunks) => expect(composed(chunks)).toEqual({ content: "answer", reasoning: "think", calls: 0 }))
     everySplit(phi3, (chunks) => expect(composed(chunks)).toEqual({ content: "The answer.", reasoning: "", calls: 0 }))
-    const call = "<|channel|>analysis<|message|>t<|end|><|start|>assistant<|channel|>commentary to=functions.f json<|message|>{}<|call|>"
+    const call = "<|channel|>analysis<|message|>t<|end|>" +
+      "<|start|>assistant<|channel|>commentary to=functions.f json<|message|>{}<|call|>"
     expect(composed([call])).toEqual({ content: "", reasoning: "t", calls: 1 })
   })
 
@@ -346,7 +353,9 @@ describe("harmony filter", () => {
         if (m.kind === "call") {
           const json = JSON.stringify(m.args)
           text += m.inRole
-            ? `${start}${i === 0 ? "" : ` to=functions.${m.name}`}${ch}commentary${i === 0 ? ` to=functions.${m.name}` : ""} json${msg}${json}`
+            ? i === 0
+              ? `${ch}commentary to=functions.${m.name} json${msg}${json}`
+              : `${start} to=functions.${m.name}${ch}commentary json${msg}${json}`
             : `${start}${ch}commentary to=functions.${m.name} ${caseOf("<|constrain|>", upper)}json${msg}${json}`
           expected.push(call(m.name, json))
         } else {
@@ -380,7 +389,10 @@ describe("harmony filter", () => {
     "functions.f to=assistant"
   ]
   const soup = fc
-    .tuple(fc.constantFrom("", "<|channel|>", "<|start|>", " <|start|>"), fc.array(fc.constantFrom(...fragments), { maxLength: 24 }))
+    .tuple(
+      fc.constantFrom("", "<|channel|>", "<|start|>", " <|start|>"),
+      fc.array(fc.constantFrom(...fragments), { maxLength: 24 })
+    )
     .map(([head, parts]) => head + parts.join(""))
   const cuts = fc.array(fc.nat({ max: 2000 }), { maxLength: 40 })
 

@@ -299,10 +299,14 @@ describe("think filter", () => {
     const casing = (text: string, how: number): string =>
       how === 0 ? text : how === 1 ? text.toUpperCase() : asciiLower(text)
     const pairShaped = fc
-      .tuple(whitespace, fc.nat({ max: pairs.length - 1 }), fc.nat({ max: 2 }), fc.boolean(), pairProse, fc.boolean(), whitespace, pairProse, sentinelTail)
-      .map(([ws, i, how, withOpen, inner, withClose, ws2, answer, tail]) => {
+      .tuple(
+        fc.tuple(whitespace, fc.nat({ max: pairs.length - 1 }), fc.nat({ max: 2 }), fc.boolean()),
+        fc.tuple(pairProse, fc.boolean(), whitespace, pairProse, sentinelTail)
+      )
+      .map(([[ws, i, how, withOpen], [inner, withClose, ws2, answer, tail]]) => {
         const pair = pairs[i] ?? { open: "<think>", close: "</think>" }
-        return [ws, withOpen ? casing(pair.open, how) : "", inner, withClose ? casing(pair.close, how) : "", ws2, answer, tail].join("")
+        const open = withOpen ? casing(pair.open, how) : ""
+        return [ws, open, inner, withClose ? casing(pair.close, how) : "", ws2, answer, tail].join("")
       })
     const pairSoup = fc.array(fc.constantFrom(...pairWords, " ", "\n\n"), { maxLength: 16 }).map((parts) => parts.join(""))
     const pairText = fc.oneof(pairShaped, pairSoup)
@@ -317,7 +321,8 @@ describe("think filter", () => {
     })
 
     it("reads the templates' own renderings", () => {
-      // Gemma 4 writes `<|channel>thought\n…\n<channel|>`; Seed-OSS `<seed:think>…</seed:think>`; Mistral `[THINK]…[/THINK]`.
+      // Gemma 4 writes `<|channel>thought\n…\n<channel|>`; Seed-OSS `<seed:think>…</seed:think>`;
+      // Mistral `[THINK]…[/THINK]`; Cohere's prompt opens `<|START_THINKING|>`.
       expect(run(false, ["<|channel>thought\nstep 1\n<channel|>The answer"])).toEqual({
         content: "The answer",
         reasoning: "\nstep 1\n"
