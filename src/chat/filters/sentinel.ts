@@ -3,14 +3,62 @@
  * after it are dropped, because models that run past their end token print template garbage.
  */
 
+/**
+ * The tokens that end the assistant's turn in the chat templates of the tool-capable families. Each is one special
+ * token after which nothing of the turn follows, so tool-call markup before it is whole. Generic-looking text
+ * (`<sep>`, `</assistant>`) is left to the models that need it (`sentinels.tokens` of the model's options).
+ */
 export const DEFAULT_SENTINELS: ReadonlyArray<string> = [
-  "<|im_end|>",
-  "<|eot_id|>",
+  "<|im_end|>", // ChatML: Qwen, Hermes, Nemotron 3, SmolLM3, MiniCPM, StepFun, LFM, Bielik, MiMo, Kimi-K2
+  "<|eot_id|>", // Llama 3.x, Functionary, FireFunction
+  "<|eom_id|>", // Llama 3.1/3.3 after a built-in `<|python_tag|>` call (the call ends with the stream)
+  // Phi-3.5, Apriel. Harmony (gpt-oss) also writes it between messages: harmony.ts runs first and consumes it.
+  // Solar Open writes it after its `<|think|>` reasoning too, and needs a filter of its own like harmony's.
   "<|end|>",
   "<|endoftext|>",
-  "</s>",
-  "<|end_of_text|>",
-  "<｜end▁of▁sentence｜>"
+  "</s>", // Mistral
+  "<|end_of_text|>", // Granite
+  "<｜end▁of▁sentence｜>", // DeepSeek
+  "<|return|>", // gpt-oss, should a harmony response reach this filter unparsed
+  "<end_of_turn>", // Gemma 2/3
+  "<turn|>", // Gemma 4
+  "<|tool_response>", // Gemma 4 after its calls: the model hands over to the tool
+  "<|END_OF_TURN_TOKEN|>", // Cohere Command R / R7B / A
+  "<|eot|>", // Llama 4, Muse
+  "<|end_of_msg|>", // Kimi-K3
+  "<|assistant_end|>", // Apertus
+  "<seed:eos>", // ByteDance Seed-OSS
+  "[e~[", // MiniMax-M2/M3
+  "<end_of_sentence>", // MiniMax-M1
+  "<SPECIAL_12>", // Nemotron Nano v2
+  "〈|EOS|〉", // Poolside Laguna
+  "<｜hy_eos:opensource｜>", // Tencent Hy3
+  "<|message_sep|>", // GigaChat 3 (its `<|function_call|>` body ends with the stream)
+  "<|user|>", // GLM-4.x has no end token: it stops by starting the next turn
+  "<|observation|>" // GLM-4.x after its calls
+]
+
+/**
+ * End-looking tokens that must not be sentinels: the sentinel filter runs before tool-call parsing, and these close
+ * a tool-call block that more of the turn may follow, or separate parts of one answer.
+ */
+export const NOT_SENTINELS: ReadonlyArray<{ readonly token: string; readonly why: string }> = [
+  { token: "<|call|>", why: "harmony: ends a call message; more calls may follow when the server does not stop" },
+  { token: "<|eom|>", why: "Muse: ends one message of several in a turn (Llama 4 uses it as a turn end: per model)" },
+  { token: "<|python_end|>", why: "Llama 4: closes a python/tool block" },
+  { token: "<|tool_call_end|>", why: "Kimi-K2, LFM2.5: closes one call of several" },
+  { token: "<|tool_calls_section_end|>", why: "Kimi-K2: closes the calls section, parsed as markup" },
+  { token: "<|END_ACTION|>", why: "Cohere: closes the action block the format parses" },
+  { token: "<|END_RESPONSE|>", why: "Cohere R7B: closes the response block" },
+  { token: "</tool_call>", why: "Hermes, Qwen, GLM, MiniMax: closes one call of several" },
+  { token: "<｜tool▁calls▁end｜>", why: "DeepSeek: closes the calls block the format parses" },
+  { token: "<tool_call|>", why: "Gemma 4: closes one call of several" },
+  { token: "<|tools_suffix|>", why: "Apertus: closes the calls list" },
+  { token: "<|calls|>", why: "Solar Open: closes the calls list" },
+  { token: "<|tool_call:end|>", why: "Solar Open: closes one call of several" },
+  { token: "<channel|>", why: "Gemma 4: closes the thought channel (think.ts)" },
+  { token: "<|END_THINKING|>", why: "Cohere: closes the reasoning block (think.ts)" },
+  { token: "[INST]", why: "Mistral: a user turn the model invents follows `</s>`, already a sentinel" }
 ]
 
 interface Matcher {

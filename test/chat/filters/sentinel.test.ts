@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
+import * as Harmony from "../../../src/chat/filters/harmony.js"
 import * as Sentinel from "../../../src/chat/filters/sentinel.js"
+import * as Think from "../../../src/chat/filters/think.js"
 
 const run = (sentinels: ReadonlyArray<string>, chunks: ReadonlyArray<string>): string => {
   let state = Sentinel.initial(sentinels)
@@ -174,4 +176,12 @@ describe("sentinel filter", () => {
     },
     { fastCheck: { numRuns: 1000 } }
   )
+  it("cuts no tool-call close, reasoning marker or mid-answer harmony marker", () => {
+    const harmonyInside = Harmony.HARMONY_MARKERS.filter((m) => m !== "<|end|>" && m !== "<|return|>")
+    const thinkMarkers = Think.DEFAULT_THINK_PAIRS.flatMap((p) => [p.open, p.close])
+    const kept = [...Sentinel.NOT_SENTINELS.map((n) => n.token), ...harmonyInside, ...thinkMarkers]
+    for (const token of kept) {
+      for (const s of Sentinel.DEFAULT_SENTINELS) expect(token.includes(s), `${s} in ${token}`).toBe(false)
+    }
+  })
 })

@@ -44,14 +44,24 @@ const runComposed = (implicitOpen: boolean, chunks: ReadonlyArray<string>): Rout
   return { content: content + last.content, reasoning: reasoning + last.reasoning }
 }
 
-/** Non-streaming reference for the think block. */
-const reference = (implicitOpen: boolean, text: string): Routed => {
-  const open = /^\s*<think>/i.exec(text)
-  if (open === null && !implicitOpen) return { content: text, reasoning: "" }
-  const rest = open === null ? text : text.slice(open[0].length)
-  const close = rest.search(/<\/think>/i)
-  if (close < 0) return { content: "", reasoning: rest }
-  return { content: rest.slice(close + "</think>".length).replace(/^\s+/, ""), reasoning: rest.slice(0, close) }
+const asciiLower = (text: string): string => text.replace(/[A-Z]/g, (c) => c.toLowerCase())
+
+/** Non-streaming reference for the leading block, over every pair (markers in any ASCII case). */
+const reference = (implicitOpen: boolean, text: string, pairs = Think.DEFAULT_THINK_PAIRS): Routed => {
+  const lead = /^\s*/.exec(text)?.[0].length ?? 0
+  const lower = asciiLower(text)
+  const pair = pairs.find((p) => lower.startsWith(asciiLower(p.open), lead))
+  if (pair === undefined && !implicitOpen) return { content: text, reasoning: "" }
+  const from = pair === undefined ? 0 : lead + pair.open.length
+  const closes = (pair === undefined ? pairs : [pair]).map((p) => asciiLower(p.close))
+  let at = -1
+  let length = 0
+  for (const close of closes) {
+    const i = lower.indexOf(close, from)
+    if (i >= 0 && (at < 0 || i < at)) [at, length] = [i, close.length]
+  }
+  if (at < 0) return { content: "", reasoning: text.slice(from) }
+  return { content: text.slice(at + length).replace(/^\s+/, ""), reasoning: text.slice(from, at) }
 }
 
 const referenceComposed = (implicitOpen: boolean, text: string): Routed => {
@@ -269,4 +279,112 @@ describe("think filter", () => {
       )
     })
   }
+  describe("every family's pair", () => {
+    const pairs = Think.DEFAULT_THINK_PAIRS
+    const markers = pairs.flatMap((p) => [p.open, p.close])
+    const pairWords = [
+      ...words,
+      ...markers,
+      ...markers.map((m) => m.slice(0, m.length - 1)),
+      ...markers.map((m) => m.slice(1)),
+      "[",
+      "[/",
+      "<|",
+      "|>",
+      "<channel",
+      "thought",
+      "\ud83d\ude00"
+    ]
+    const pairProse = fc.array(fc.constantFrom(...pairWords), { maxLength: 12 }).map((parts) => parts.join(""))
+    const casing = (text: string, how: number): string =>
+      how === 0 ? text : how === 1 ? text.toUpperCase() : asciiLower(text)
+    const pairShaped = fc
+      .tuple(
+        fc.tuple(whitespace, fc.nat({ max: pairs.length - 1 }), fc.nat({ max: 2 }), fc.boolean()),
+        fc.tuple(pairProse, fc.boolean(), whitespace, pairProse, sentinelTail)
+      )
+      .map(([[ws, i, how, withOpen], [inner, withClose, ws2, answer, tail]]) => {
+        const pair = pairs[i] ?? { open: "<think>", close: "</think>" }
+        const open = withOpen ? casing(pair.open, how) : ""
+        return [ws, open, inner, withClose ? casing(pair.close, how) : "", ws2, answer, tail].join("")
+      })
+    const pairSoup = fc.array(fc.constantFrom(...pairWords, " ", "\n\n"), { maxLength: 16 }).map((parts) => parts.join(""))
+    const pairText = fc.oneof(pairShaped, pairSoup)
+
+    it("routes each family's leading block, markers in any case", () => {
+      for (const { open, close } of pairs) {
+        expect(run(false, [`\n${open}plan${close}\n\nanswer`])).toEqual({ content: "answer", reasoning: "plan" })
+        expect(run(false, [`${open.toLowerCase()}p${close.toUpperCase()}a`])).toEqual({ content: "a", reasoning: "p" })
+        expect(run(true, [`plan${close} answer`])).toEqual({ content: "answer", reasoning: "plan" })
+        expect(run(false, [`x ${open}p${close}`])).toEqual({ content: `x ${open}p${close}`, reasoning: "" })
+      }
+    })
+
+    it("reads the templates' own renderings", () => {
+      // Gemma 4 writes `<|channel>thought\n…\n<channel|>`; Seed-OSS `<seed:think>…</seed:think>`;
+      // Mistral `[THINK]…[/THINK]`; Cohere's prompt opens `<|START_THINKING|>`.
+      expect(run(false, ["<|channel>thought\nstep 1\n<channel|>The answer"])).toEqual({
+        content: "The answer",
+        reasoning: "\nstep 1\n"
+      })
+      expect(run(false, ["<seed:think>r</seed:think>\na"])).toEqual({ content: "a", reasoning: "r" })
+      expect(run(false, ["[THINK]r[/THINK]a"])).toEqual({ content: "a", reasoning: "r" })
+      expect(run(true, ["I will look.<|END_THINKING|><|START_RESPONSE|>hi"])).toEqual({
+        content: "<|START_RESPONSE|>hi",
+        reasoning: "I will look."
+      })
+    })
+
+    it("closes only with the pair that opened, and with any pair when implicit", () => {
+      expect(run(false, ["[THINK]a</think>b[/THINK]c"])).toEqual({ content: "c", reasoning: "a</think>b" })
+      expect(run(true, ["a[/THINK]b</think>c"])).toEqual({ content: "b</think>c", reasoning: "a" })
+    })
+
+    it("uses only the pairs it is given", () => {
+      const only = [{ open: "[THINK]", close: "[/THINK]" }]
+      const [, out] = Think.append(Think.initial({ implicitOpen: false, pairs: only }), "<think>a</think>b")
+      expect(out).toEqual({ content: "<think>a</think>b", reasoning: "" })
+      const [, mistral] = Think.append(Think.initial({ implicitOpen: false, pairs: only }), "[think]a[/think]b")
+      expect(mistral).toEqual({ content: "b", reasoning: "a" })
+    })
+
+    it("splits every pair at every position", () => {
+      for (const { open, close } of pairs) {
+        for (const implicitOpen of [false, true]) {
+          const input = ` ${open}ab${close}\ncd`
+          const expected = reference(implicitOpen, input)
+          expect(expected).toEqual({ content: "cd", reasoning: "ab" })
+          everySplit(input, (chunks) => expect(run(implicitOpen, chunks)).toEqual(expected))
+        }
+      }
+    })
+
+    it("stays linear on one large delta with many close starts", () => {
+      const input = "<think>" + "<|".repeat(100_000) + "[".repeat(100_000)
+      expect(run(false, [input])).toEqual({ content: "", reasoning: input.slice("<think>".length) })
+      expect(run(true, ["<".repeat(200_000)])).toEqual({ content: "", reasoning: "<".repeat(200_000) })
+    })
+
+    for (const implicitOpen of [false, true]) {
+      it.prop(
+        `any split gives the non-streaming result (implicitOpen: ${implicitOpen})`,
+        [pairText, cuts],
+        ([input, at]) => {
+          const expected = reference(implicitOpen, input)
+          expect(run(implicitOpen, splitAt(input, at))).toEqual(expected)
+          expect(run(implicitOpen, units(input))).toEqual(expected)
+        },
+        { fastCheck: { numRuns: 1500 } }
+      )
+
+      it.prop(
+        `sentinel then think, split anywhere (implicitOpen: ${implicitOpen})`,
+        [pairText, cuts],
+        ([input, at]) => {
+          expect(runComposed(implicitOpen, splitAt(input, at))).toEqual(referenceComposed(implicitOpen, input))
+        },
+        { fastCheck: { numRuns: 1000 } }
+      )
+    }
+  })
 })
