@@ -1,3 +1,4 @@
+import { coalesce } from "./coalesce.js"
 import * as Effect from "effect/Effect"
 import type { RunError } from "../protocol/errors.js"
 import type { ReadyWhen, RunRead } from "../run/RunChannel.js"
@@ -85,7 +86,7 @@ export const makeChatRun = (options: SessionRunOptions): ChatRun => {
   const foldRead = (read: RunRead): ReadonlyArray<Session.Emission> => {
     const arrivedAt = performance.now()
     if (read._tag === "Failed") return fold([Session.outcome(runOutcome(read.error))], arrivedAt)
-    return fold(trace === undefined ? Session.coalesce(read.events) : read.events, arrivedAt)
+    return fold(trace === undefined ? coalesce(read.events) : read.events, arrivedAt)
   }
 
   const poll = (): ReadonlyArray<Session.Emission> | "pending" | "ended" => {

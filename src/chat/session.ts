@@ -1,6 +1,7 @@
 import { clipJoin } from "../common/clip.js"
 import type { Failed, RunEvent, TokenLogprob, Usage } from "../protocol/RunEvent.js"
 import { type RunOutcomeError, RunFailed, ToolValidationFailed, UpstreamRejected } from "./errors.js"
+import * as Harmony from "./filters/harmony.js"
 import * as Holdback from "./filters/holdback.js"
 import * as Sentinel from "./filters/sentinel.js"
 import * as Think from "./filters/think.js"
@@ -78,6 +79,12 @@ export interface Open {
   readonly contentSentinel: Sentinel.SentinelState
   readonly reasoningSentinel: Sentinel.SentinelState
   readonly think: Think.ThinkState
+  /**
+   * Until the response is known not to be harmony (gpt-oss): its channels are reasoning, content and calls.
+   * `harmonyEntries`: the logprobs of text it holds while undecided (a harmony response has none).
+   */
+  readonly harmony: Harmony.HarmonyState | undefined
+  readonly harmonyEntries: ReadonlyArray<TokenLogprob> | undefined
   /** Present while the request has tools: text tool-call markup is parsed, never shown. */
   readonly toolText: Holdback.ToolTextState | undefined
   readonly textCalls: ReadonlyArray<ParsedToolCall>
@@ -109,6 +116,8 @@ export const initial = (config: SessionConfig): Session => ({
   contentSentinel: Sentinel.initial(config.policy.sentinels),
   reasoningSentinel: Sentinel.initial(config.policy.sentinels),
   think: Think.initial({ implicitOpen: config.policy.implicitThink }),
+  harmony: config.policy.toolFormats.includes("harmony") ? Harmony.initial : undefined,
+  harmonyEntries: undefined,
   toolText:
     config.tools.length > 0
       ? Holdback.initial({ formats: config.policy.toolFormats, tools: config.tools })
@@ -129,7 +138,10 @@ export const step = (session: Session, input: SessionInput): readonly [Session, 
   switch (input._tag) {
     case "Delta": {
       const out: Array<Emission> = []
-      return [content(session, input.text, out, input.logprobs), out]
+      const next = session.harmony === undefined
+        ? content(session, input.text, out, input.logprobs)
+        : harmony(session, session.harmony, input.text, out, input.logprobs)
+      return [next, out]
     }
     case "ReasoningDelta": {
       const [reasoningSentinel, text] = Sentinel.append(session.reasoningSentinel, input.text)
@@ -195,6 +207,46 @@ const close = (
   }
   // `out` always ends with its terminal emission; the fallback only satisfies the type.
   return [{ _tag: "Closed", terminal: terminal ?? { _tag: "Error", error: new RunFailed({ reason: "run failed" }) }, summary }, out]
+}
+
+/**
+ * Raw content while it may be harmony. Undecided, the filter holds the text (and the session its logprobs); not
+ * harmony, the text goes on as content with them; harmony, its channels are routed here and its markers dropped.
+ */
+const harmony = (
+  s: Open,
+  state: Harmony.HarmonyState,
+  raw: string,
+  out: Array<Emission>,
+  entries?: ReadonlyArray<TokenLogprob>
+): Open => {
+  const [next, parts] = Harmony.append(state, raw)
+  return harmonyParts(s, next, Harmony.engaged(next), parts, out, entries)
+}
+
+const harmonyParts = (
+  s: Open,
+  state: Harmony.HarmonyState | undefined,
+  engaged: boolean,
+  parts: ReadonlyArray<Harmony.HarmonyOutput>,
+  out: Array<Emission>,
+  entries?: ReadonlyArray<TokenLogprob>
+): Open => {
+  const held = entries === undefined ? s.harmonyEntries : [...(s.harmonyEntries ?? []), ...entries]
+  if (state?._tag === "Leading") return { ...s, harmony: state, harmonyEntries: held }
+  if (!engaged) {
+    const text = parts.map((p) => (p._tag === "Content" ? p.text : "")).join("")
+    return content({ ...s, harmony: undefined, harmonyEntries: undefined }, text, out, held)
+  }
+  let next: Open = { ...s, harmony: state, harmonyEntries: undefined }
+  for (const part of parts) {
+    if (part._tag === "Content") next = content(next, part.text, out)
+    else if (part._tag === "Reasoning") {
+      const [reasoningSentinel, text] = Sentinel.append(next.reasoningSentinel, part.text)
+      next = reasoning({ ...next, reasoningSentinel }, text, out)
+    } else next = toolParts(next, [part], out)
+  }
+  return next
 }
 
 /** Raw content: end tokens out, a leading think block to reasoning, tool-call markup to calls. */
@@ -302,6 +354,7 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   const out: Array<Emission> = []
   const { config } = start
   let s = start
+  if (s.harmony !== undefined) s = harmonyParts(s, undefined, Harmony.engaged(s.harmony), Harmony.flush(s.harmony), out)
   const tail = Sentinel.flush(s.contentSentinel)
   if (s.logprobs !== undefined) s = { ...s, logprobs: Logprobs.passed(s.logprobs, tail.length) }
   if (tail !== "") {
@@ -358,37 +411,3 @@ const flushToolText = (s: Open, toolText: Holdback.ToolTextState, out: Array<Emi
 }
 
 const invalid = (reason: string): Emission => ({ _tag: "Error", error: new ToolValidationFailed({ reason }) })
-
-/**
- * The inputs of one batch (what arrived together) with adjacent text deltas
- * of the same kind joined: the session's output is the same for any split of
- * the text (property-tested), so a read of 200 events costs one step instead
- * of 200, and the response writes one chunk for them.
- */
-export const coalesce = (inputs: ReadonlyArray<SessionInput>): ReadonlyArray<SessionInput> => {
-  if (inputs.length < 2) return inputs
-  const out: Array<SessionInput> = []
-  let tag: "Delta" | "ReasoningDelta" | undefined
-  let text = ""
-  // Entries are laid over the joined text just as over its parts (logprobs.ts).
-  let logprobs: Array<TokenLogprob> | undefined
-  const flushText = () => {
-    if (tag !== undefined) out.push(logprobs === undefined ? { _tag: tag, text } : { _tag: "Delta", text, logprobs })
-    tag = undefined
-    text = ""
-    logprobs = undefined
-  }
-  for (const input of inputs) {
-    if (input._tag === "Delta" || input._tag === "ReasoningDelta") {
-      if (input._tag !== tag) flushText()
-      tag = input._tag
-      text += input.text
-      if (input._tag === "Delta" && input.logprobs !== undefined) (logprobs ??= []).push(...input.logprobs)
-    } else {
-      flushText()
-      out.push(input)
-    }
-  }
-  flushText()
-  return out
-}

@@ -7,6 +7,7 @@ import * as Schema from "effect/Schema"
 
 /** The text tool-call formats the edge understands. */
 export const TEXT_FORMATS = [
+  "harmony",
   "xml",
   "mustache",
   "qwen3_xml",

@@ -1,3 +1,4 @@
+import { coalesce } from "../../src/chat/coalesce.js"
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Session from "../../src/chat/session.js"
@@ -146,7 +147,7 @@ describe("logprobs through the session", () => {
         at += e.text.length
       }
       // The same stream in two batches, each coalesced, as two reads deliver it.
-      const batches = [deltas.slice(0, batchAt), deltas.slice(batchAt)].flatMap((b) => Session.coalesce(b))
+      const batches = [deltas.slice(0, batchAt), deltas.slice(batchAt)].flatMap((b) => coalesce(b))
       expect(released(runSession(config, [...batches, done()]))).toEqual(expected)
     },
     { fastCheck: { numRuns: 1000 } }
@@ -249,10 +250,10 @@ describe("logprobs through the session", () => {
 
   it("coalesce joins the entries of adjacent deltas, and a batch without any stays as it was", () => {
     const [a, b] = tokens("a", "b")
-    expect(Session.coalesce([a!, RunEvent.delta("x"), b!])).toEqual([
+    expect(coalesce([a!, RunEvent.delta("x"), b!])).toEqual([
       RunEvent.deltaWithLogprobs("axb", [entry("a", 0), entry("b", 1)])
     ])
-    expect(Session.coalesce([RunEvent.delta("x"), RunEvent.delta("y")])).toEqual([RunEvent.delta("xy")])
+    expect(coalesce([RunEvent.delta("x"), RunEvent.delta("y")])).toEqual([RunEvent.delta("xy")])
   })
 
   it("a run without logprobs carries none: no state, no field on its emissions", () => {

@@ -1,3 +1,4 @@
+import { coalesce } from "../../src/chat/coalesce.js"
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { RunFailed, RunTimedOut } from "../../src/chat/errors.js"
@@ -49,7 +50,7 @@ describe("session", () => {
       const all = [...inputs, done()]
       const batches = [all.slice(0, cut), all.slice(cut)]
       const plain = runSession(cfg, all)
-      const joined = runSession(cfg, batches.flatMap((b) => Session.coalesce(b)))
+      const joined = runSession(cfg, batches.flatMap((b) => coalesce(b)))
       expect(contentOf(joined)).toBe(contentOf(plain))
       expect(reasoningOf(joined)).toBe(reasoningOf(plain))
       expect(callsOf(joined)).toEqual(callsOf(plain))
@@ -60,7 +61,7 @@ describe("session", () => {
 
   it("coalesce joins only adjacent deltas of one kind and keeps everything else in place", () => {
     const end = done()
-    expect(Session.coalesce([RunEvent.delta("a"), RunEvent.delta("b"), RunEvent.reasoningDelta("r"), RunEvent.reasoningDelta("s"), RunEvent.delta("c"), end])).toEqual([
+    expect(coalesce([RunEvent.delta("a"), RunEvent.delta("b"), RunEvent.reasoningDelta("r"), RunEvent.reasoningDelta("s"), RunEvent.delta("c"), end])).toEqual([
       RunEvent.delta("ab"),
       RunEvent.reasoningDelta("rs"),
       RunEvent.delta("c"),
