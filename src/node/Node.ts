@@ -43,7 +43,8 @@ export const makeProvider = (model: ModelConfig): Effect.Effect<Provider, never,
         upstreamModel: p.model ?? model.id,
         apiKey: p.apiKey,
         toolMode: model.tools,
-        ...(p.headers !== undefined ? { headers: p.headers } : {})
+        ...(p.headers !== undefined ? { headers: p.headers } : {}),
+        ...(p.extraBody !== undefined ? { extraBody: p.extraBody } : {})
       })
   }
 }

@@ -14,7 +14,12 @@ export const OpenAiProviderConfig = Schema.Struct({
   /** The upstream's model name; defaults to the model's `id`. */
   model: Schema.optional(Schema.String),
   apiKey: Schema.optional(Schema.Redacted(Schema.String)),
-  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  /**
+   * Fields added to every upstream request body: an upstream's own parameters (llama.cpp's `grammar`, `top_k`,
+   * `chat_template_kwargs`). What the edge sends from the request itself is never overridden.
+   */
+  extraBody: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
 
 export const ProviderConfig = Schema.Union(EchoProviderConfig, OpenAiProviderConfig)

@@ -39,6 +39,8 @@ export interface Options {
   readonly apiKey: Redacted.Redacted<string> | undefined
   readonly toolMode: ToolMode
   readonly headers?: Readonly<Record<string, string>>
+  /** Fields added to every upstream request body; the request's own fields win. */
+  readonly extraBody?: Readonly<Record<string, unknown>>
 }
 
 export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpClient.Dispatcher> =>
@@ -52,7 +54,11 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
       headers: requestHeaders(options)
     }
     const initialState = Mapper.initial({ toolMode: options.toolMode, upstreamModel: options.upstreamModel })
-    const bodyOptions = { upstreamModel: options.upstreamModel, toolMode: options.toolMode } as const
+    const bodyOptions = {
+      upstreamModel: options.upstreamModel,
+      toolMode: options.toolMode,
+      extraBody: options.extraBody ?? {}
+    } as const
     const secret = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
 
     const start = (request: SubmitRunRequest, sink: RunSink): Effect.Effect<void, never, Scope.Scope> =>

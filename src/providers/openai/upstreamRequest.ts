@@ -19,6 +19,8 @@ import type { ToolMode } from "../../protocol/ModelOptions.js"
 export interface UpstreamRequestOptions {
   readonly upstreamModel: string
   readonly toolMode: ToolMode
+  /** The configured `extraBody`: under the request's own fields. */
+  readonly extraBody?: Readonly<Record<string, unknown>>
 }
 
 type Json = Record<string, unknown>
@@ -32,7 +34,7 @@ const defined = (fields: Json): Json => {
 export const toUpstreamBody = (request: SubmitRunRequest, options: UpstreamRequestOptions): Json => {
   const s = request.sampling
   const tools = options.toolMode === "native" && request.tools.length > 0 ? request.tools.map(toolJson) : undefined
-  return defined({
+  const own = defined({
     model: options.upstreamModel,
     messages: options.toolMode === "native" ? request.messages.map(messageJson) : textModeMessages(request),
     stream: true,
@@ -57,6 +59,7 @@ export const toUpstreamBody = (request: SubmitRunRequest, options: UpstreamReque
     tool_choice: tools !== undefined ? request.toolChoice : undefined,
     parallel_tool_calls: tools !== undefined ? request.parallelToolCalls : undefined
   })
+  return options.extraBody === undefined ? own : { ...options.extraBody, ...own }
 }
 
 const toolJson = (tool: FunctionTool): Json => ({

@@ -213,3 +213,17 @@ describe("toUpstreamBody: text mode", () => {
     expect(text(base).messages).toEqual(base.messages)
   })
 })
+
+describe("toUpstreamBody: the configured extraBody", () => {
+  it("adds the upstream's own parameters, and never overrides what the edge sends from the request", () => {
+    const body = toUpstreamBody(
+      { ...base, sampling: { ...base.sampling, temperature: 0.5 } },
+      {
+        upstreamModel: "up",
+        toolMode: "native",
+        extraBody: { grammar: "root ::= \"x\"", top_k: 40, temperature: 2, model: "other", stream: false }
+      }
+    )
+    expect(body).toMatchObject({ grammar: "root ::= \"x\"", top_k: 40, temperature: 0.5, model: "up", stream: true })
+  })
+})
