@@ -10,6 +10,7 @@ import type { OutputPolicy } from "./policy.js"
 import { reasoningOnlyContent } from "./reasoningFallback.js"
 import { wrapAsCompletionTool } from "./toolcalls/completionTool.js"
 import { normaliseToolCalls } from "./toolcalls/native.js"
+import { withMarkers } from "./toolcalls/registry.js"
 import type { ParsedToolCall, RequestTool, ToolCall, ToolChoiceMode } from "./toolcalls/types.js"
 import { MAX_REASON_CHARS, validateToolCalls } from "./toolcalls/validate.js"
 
@@ -88,6 +89,10 @@ export interface Open {
   /** Present while the request has tools: text tool-call markup is parsed, never shown. */
   readonly toolText: Holdback.ToolTextState | undefined
   readonly textCalls: ReadonlyArray<ParsedToolCall>
+  /** The same over reasoning (markers only: a shape without markers is not read there). */
+  readonly reasoningToolText: Holdback.ToolTextState | undefined
+  /** Calls written in the reasoning: the answer's when it has none of its own. */
+  readonly reasoningCalls: ReadonlyArray<ParsedToolCall>
   /** The first few reasons of markup that did not parse (kept short: a hostile stream may send thousands). */
   readonly malformed: ReadonlyArray<string>
   readonly malformedCount: number
@@ -123,6 +128,11 @@ export const initial = (config: SessionConfig): Session => ({
       ? Holdback.initial({ formats: config.policy.toolFormats, tools: config.tools })
       : undefined,
   textCalls: [],
+  reasoningToolText:
+    config.tools.length > 0
+      ? Holdback.initial({ formats: withMarkers(config.policy.toolFormats), tools: config.tools })
+      : undefined,
+  reasoningCalls: [],
   malformed: [],
   malformedCount: 0,
   held: "",
@@ -268,6 +278,23 @@ const afterThink = (s: Open, routed: Think.ThinkOutput, out: Array<Emission>): O
 
 const reasoning = (s: Open, text: string, out: Array<Emission>): Open => {
   if (text === "") return s
+  if (s.reasoningToolText === undefined) return reasoningText(s, text, out)
+  const [reasoningToolText, parts] = Holdback.append(s.reasoningToolText, text)
+  return reasoningParts({ ...s, reasoningToolText }, parts, out)
+}
+
+/** Markup in the reasoning is never shown; a call there is kept, a malformed block is a draft and dropped. */
+const reasoningParts = (s: Open, parts: ReadonlyArray<Holdback.ToolTextOutput>, out: Array<Emission>): Open => {
+  let next = s
+  for (const part of parts) {
+    if (part._tag === "Text") next = reasoningText(next, part.text, out)
+    else if (part._tag === "Call") next = { ...next, reasoningCalls: [...next.reasoningCalls, part.call] }
+  }
+  return next
+}
+
+const reasoningText = (s: Open, text: string, out: Array<Emission>): Open => {
+  if (text === "") return s
   if (s.config.policy.exposeReasoning) out.push({ _tag: "Reasoning", text })
   return { ...s, reasoning: s.reasoning + text }
 }
@@ -353,6 +380,8 @@ const finish = (
 const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>): readonly [Open, ReadonlyArray<Emission>] => {
   const out: Array<Emission> = []
   const { config } = start
+  // Markup cut off by the token limit is not malformed: the answer ends with `length`, the partial markup unshown.
+  const cutOff = complete.finishReason === "length"
   let s = start
   if (s.harmony !== undefined) s = harmonyParts(s, undefined, Harmony.engaged(s.harmony), Harmony.flush(s.harmony), out)
   const tail = Sentinel.flush(s.contentSentinel)
@@ -362,16 +391,20 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
     s = afterThink({ ...s, think }, routed, out)
   }
   s = afterThink({ ...s, think: Think.FLUSHED }, Think.flush(s.think), out)
-  if (s.toolText !== undefined) s = flushToolText(s, s.toolText, out)
+  if (s.toolText !== undefined) s = flushToolText(s, s.toolText, out, cutOff)
   s = reasoning(s, Sentinel.flush(s.reasoningSentinel), out)
-
-  if (s.malformed.length > 0) {
+  if (s.reasoningToolText !== undefined) {
+    s = reasoningParts({ ...s, reasoningToolText: undefined }, Holdback.flush(s.reasoningToolText), out)
+  }
+  if (s.malformed.length > 0 && !cutOff) {
     const extra = s.malformedCount - s.malformed.length
     const parts = extra > 0 ? [...s.malformed, `…(+${extra} more)`] : s.malformed
     const reasons = clipJoin(parts, "; ", MALFORMED_KEPT + 1, MAX_REASON_CHARS - "malformed tool call markup: ".length)
     return [s, [...out, invalid(`malformed tool call markup: ${reasons}`)]]
   }
-  let calls = normaliseToolCalls([...complete.toolCalls, ...s.textCalls], config.tools, config.newToolCallId)
+  const answered = complete.toolCalls.length > 0 || s.textCalls.length > 0
+  const textCalls = answered ? s.textCalls : s.reasoningCalls
+  let calls = normaliseToolCalls([...complete.toolCalls, ...textCalls], config.tools, config.newToolCallId)
   let held = s.held
   let wrapped = false
   if (config.policy.completionTool !== null && calls.length === 0 && held.trim() !== "") {
@@ -388,7 +421,7 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   }
   if (held !== "") out.push(contentOf(held, s.logprobs?.held ?? Logprobs.NONE))
   if (calls.length > 0) out.push(wrapped ? { _tag: "ToolCalls", calls, wrapped } : { _tag: "ToolCalls", calls })
-  const finishReason = calls.length > 0 ? "tool_calls" : complete.finishReason || "stop"
+  const finishReason = cutOff ? "length" : calls.length > 0 ? "tool_calls" : complete.finishReason || "stop"
   if (!config.policy.strict && calls.length === 0 && !s.sawContent && s.reasoning.trim() !== "") {
     out.push({
       _tag: "Content",
@@ -403,10 +436,10 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   return [s, out]
 }
 
-const flushToolText = (s: Open, toolText: Holdback.ToolTextState, out: Array<Emission>): Open => {
-  if (s.logprobs === undefined) return toolParts(s, Holdback.flush(toolText), out)
+const flushToolText = (s: Open, toolText: Holdback.ToolTextState, out: Array<Emission>, cutOff: boolean): Open => {
+  if (s.logprobs === undefined) return toolParts(s, Holdback.flush(toolText, undefined, cutOff), out)
   const ends: Array<number> = []
-  const parts = Holdback.flush(toolText, ends)
+  const parts = Holdback.flush(toolText, ends, cutOff)
   return toolParts(s, parts, out, { at: Logprobs.contentEnd(s.logprobs), ends })
 }
 

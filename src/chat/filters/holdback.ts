@@ -359,7 +359,8 @@ export const append = (
   return [same ? state : { config: state.config, mode: run.mode, sawBlock: run.sawBlock }, run.out ?? NOTHING]
 }
 
-const finish = (run: Run): void => {
+/** `cutOff`: the stream was cut by the token limit, so a held partial open tag is markup cut off, not text. */
+const finish = (run: Run, cutOff: boolean): void => {
   const m = run.mode
   const tools = run.config.tools
   switch (m._tag) {
@@ -372,6 +373,8 @@ const finish = (run: Run): void => {
         const before = m.partial.slice(0, m.partial.length - tag)
         if (before !== "") emitText(run, join(m.ws) + before, -tag)
         emit(run, { _tag: "Malformed", reason: `${opener.opener.open}: the response ended inside the open tag` })
+      } else if (cutOff && m.partial !== "") {
+        if (m.hasText) emitText(run, join(m.ws), -m.partial.length)
       } else if (m.hasText || m.partial !== "" || !run.sawBlock) {
         emitText(run, join(m.ws) + m.partial, 0)
       }
@@ -396,7 +399,7 @@ const finish = (run: Run): void => {
       run.mode = textMode(m.ws, false)
       run.shift = -held.length
       scanAll(run, held, 0)
-      finish(run)
+      finish(run, cutOff)
       return
     }
   }
@@ -420,10 +423,10 @@ const bareCalls = (
 }
 
 /** `ends` as for `append`, as offsets from the end of the input (0 or less). */
-export const flush = (state: ToolTextState, ends?: Array<number>): ReadonlyArray<ToolTextOutput> => {
+export const flush = (state: ToolTextState, ends?: Array<number>, cutOff = false): ReadonlyArray<ToolTextOutput> => {
   if (state.config.pass) return []
   const run: Run = { config: state.config, out: undefined, mode: state.mode, sawBlock: state.sawBlock, ends, shift: 0 }
-  finish(run)
+  finish(run, cutOff)
   return run.out ?? NOTHING
 }
 

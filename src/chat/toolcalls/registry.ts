@@ -103,3 +103,7 @@ export const registry = (formats: ReadonlyArray<TextFormat>): Registry => {
   )
   return { openers: [...tags, ...scanned], bare: BARE_FORMATS.filter((f) => formats.includes(f.format)) }
 }
+
+/** The formats with markers of their own: the ones read anywhere in a text, not only as a whole response. */
+export const withMarkers = (formats: ReadonlyArray<TextFormat>): ReadonlyArray<TextFormat> =>
+  formats.filter((f) => !BARE_FORMATS.some((bare) => bare.format === f))
