@@ -6,13 +6,28 @@ import * as Holdback from "./filters/holdback.js"
 import * as Sentinel from "./filters/sentinel.js"
 import * as Think from "./filters/think.js"
 import * as Logprobs from "./logprobs.js"
-import type { OutputPolicy } from "./policy.js"
 import { reasoningOnlyContent } from "./reasoningFallback.js"
+import { contentOf, emitText, toolParts } from "./sessionEmit.js"
+import {
+  type Closed,
+  type Emission,
+  isTerminal,
+  MALFORMED_KEPT,
+  type Open,
+  PREVIEW_CHARS,
+  preview,
+  type Session,
+  type SessionConfig,
+  type SessionInput,
+  type Summary,
+  type Terminal
+} from "./sessionTypes.js"
 import { wrapAsCompletionTool } from "./toolcalls/completionTool.js"
 import { normaliseToolCalls } from "./toolcalls/native.js"
 import { withMarkers } from "./toolcalls/registry.js"
-import type { ParsedToolCall, RequestTool, ToolCall, ToolChoiceMode } from "./toolcalls/types.js"
 import { MAX_REASON_CHARS, validateToolCalls } from "./toolcalls/validate.js"
+
+export * from "./sessionTypes.js"
 
 /**
  * The chat-stream session as a reducer: run events in, OpenAI-level
@@ -20,100 +35,6 @@ import { MAX_REASON_CHARS, validateToolCalls } from "./toolcalls/validate.js"
  * terminal emission (Finish or Error) is Closed and accepts nothing more, so
  * every response has exactly one terminal outcome.
  */
-
-export type Emission =
-  /** `logprobs`: the entries released with this text (logprobs.ts says which); absent when there are none. */
-  | { readonly _tag: "Content"; readonly text: string; readonly logprobs?: ReadonlyArray<TokenLogprob> }
-  | { readonly _tag: "Reasoning"; readonly text: string }
-  /** `wrapped`: a text answer wrapped into the completion tool (logged as normalised). */
-  | { readonly _tag: "ToolCalls"; readonly calls: ReadonlyArray<ToolCall>; readonly wrapped?: true }
-  | { readonly _tag: "Finish"; readonly finishReason: string; readonly usage: Usage | undefined }
-  | { readonly _tag: "Error"; readonly error: RunOutcomeError }
-
-export type Terminal = Extract<Emission, { readonly _tag: "Finish" | "Error" }>
-
-export const isTerminal = (e: Emission): e is Terminal => e._tag === "Finish" || e._tag === "Error"
-
-/**
- * A run event; an outcome the run plane reported (idle timeout, node gone,
- * cancelled); or `End`: the run's events ended (without a terminal event
- * that is a broken stream).
- */
-export type SessionInput =
-  | RunEvent
-  | { readonly _tag: "Outcome"; readonly error: RunOutcomeError }
-  | { readonly _tag: "End" }
-
-export const outcome = (error: RunOutcomeError): SessionInput => ({ _tag: "Outcome", error })
-
-export const END: SessionInput = { _tag: "End" }
-
-/** What a run did, for its log line and metrics: read from the Closed session, nowhere else. */
-export interface Summary {
-  readonly contentChars: number
-  readonly reasoningChars: number
-  readonly toolCalls: number
-  /** A text answer was wrapped into the completion tool. */
-  readonly normalised: boolean
-  /** From the run's Complete event: counted even when the response then fails tool validation. */
-  readonly usage: Usage | undefined
-  /** The first characters of content and reasoning (debug log). */
-  readonly contentPreview: string
-  readonly reasoningPreview: string
-}
-
-const PREVIEW_CHARS = 1000
-const MALFORMED_KEPT = 3
-const preview = (sofar: string, text: string): string =>
-  sofar.length >= PREVIEW_CHARS ? sofar : (sofar + text).slice(0, PREVIEW_CHARS)
-
-export interface SessionConfig {
-  readonly policy: OutputPolicy
-  readonly tools: ReadonlyArray<RequestTool>
-  readonly toolChoice: ToolChoiceMode
-  readonly newToolCallId: () => string
-}
-
-export interface Open {
-  readonly _tag: "Open"
-  readonly config: SessionConfig
-  readonly contentSentinel: Sentinel.SentinelState
-  readonly reasoningSentinel: Sentinel.SentinelState
-  readonly think: Think.ThinkState
-  /**
-   * Until the response is known not to be harmony (gpt-oss): its channels are reasoning, content and calls.
-   * `harmonyEntries`: the logprobs of text it holds while undecided (a harmony response has none).
-   */
-  readonly harmony: Harmony.HarmonyState | undefined
-  readonly harmonyEntries: ReadonlyArray<TokenLogprob> | undefined
-  /** Present while the request has tools: text tool-call markup is parsed, never shown. */
-  readonly toolText: Holdback.ToolTextState | undefined
-  readonly textCalls: ReadonlyArray<ParsedToolCall>
-  /** The same over reasoning (markers only: a shape without markers is not read there). */
-  readonly reasoningToolText: Holdback.ToolTextState | undefined
-  /** Calls written in the reasoning: the answer's when it has none of its own. */
-  readonly reasoningCalls: ReadonlyArray<ParsedToolCall>
-  /** The first few reasons of markup that did not parse (kept short: a hostile stream may send thousands). */
-  readonly malformed: ReadonlyArray<string>
-  readonly malformedCount: number
-  /** Content kept back to be wrapped into the completion tool. */
-  readonly held: string
-  readonly sawContent: boolean
-  readonly reasoning: string
-  readonly contentChars: number
-  readonly contentPreview: string
-  /** Made by the first Delta that carries logprobs: a run without them pays nothing for them. */
-  readonly logprobs: Logprobs.LogprobState | undefined
-}
-
-/** The session emitted its terminal emission; it accepts nothing more. */
-export interface Closed {
-  readonly _tag: "Closed"
-  readonly terminal: Terminal
-  readonly summary: Summary
-}
-
-export type Session = Open | Closed
 
 export const initial = (config: SessionConfig): Session => ({
   _tag: "Open",
@@ -312,60 +233,6 @@ const visible = (s: Open, text: string, out: Array<Emission>): Open => {
   if (s.toolText === undefined) return emitText(s, text, out)
   const [toolText, parts] = Holdback.append(s.toolText, text)
   return toolParts({ ...s, toolText }, parts, out)
-}
-
-/** The raw offset of the tool-text filter's input chunk, and where each of its Text outputs ends in it. */
-type Placed = { readonly at: number; readonly ends: ReadonlyArray<number> }
-
-const toolParts = (s: Open, parts: ReadonlyArray<Holdback.ToolTextOutput>, out: Array<Emission>, placed?: Placed): Open => {
-  let next = s
-  let texts = 0
-  for (const part of parts) {
-    switch (part._tag) {
-      case "Text":
-        next = emitText(next, part.text, out, placed && placed.at + (placed.ends[texts++] ?? 0) - part.text.length)
-        break
-      case "Call":
-        next = { ...next, textCalls: [...next.textCalls, part.call] }
-        break
-      case "Malformed":
-        next = {
-          ...next,
-          malformed: next.malformed.length < MALFORMED_KEPT ? [...next.malformed, part.reason] : next.malformed,
-          malformedCount: next.malformedCount + 1
-        }
-        break
-    }
-  }
-  return next
-}
-
-const contentOf = (text: string, logprobs: ReadonlyArray<TokenLogprob>): Emission =>
-  logprobs.length > 0 ? { _tag: "Content", text, logprobs } : { _tag: "Content", text }
-
-/** `at`: the raw offset of `text`, when logprobs are tracked. */
-const emitText = (s: Open, text: string, out: Array<Emission>, at?: number): Open => {
-  if (text === "") return s
-  if (s.logprobs !== undefined && at !== undefined) return emitTracked(s, s.logprobs, text, out, at)
-  const sawContent = s.sawContent || /\S/.test(text)
-  if (s.config.policy.completionTool !== null) return { ...s, held: s.held + text, sawContent }
-  out.push({ _tag: "Content", text })
-  return {
-    ...s,
-    sawContent,
-    contentChars: s.contentChars + text.length,
-    contentPreview: preview(s.contentPreview, text)
-  }
-}
-
-/** `emitText` with logprobs: the entries of what is shown go with it (or wait with the completion tool's text). */
-const emitTracked = (s: Open, lp: Logprobs.LogprobState, text: string, out: Array<Emission>, at: number): Open => {
-  const [shown, released] = Logprobs.show(lp, at, at + text.length)
-  // The untracked emission's state; its Content goes out with the entries.
-  const next = emitText({ ...s, logprobs: undefined }, text, [])
-  if (s.config.policy.completionTool !== null) return { ...next, logprobs: Logprobs.hold(shown, released) }
-  out.push(contentOf(text, released))
-  return { ...next, logprobs: shown }
 }
 
 /** Drains every filter, resolves tool calls, and ends with exactly one terminal emission. */
