@@ -1,4 +1,4 @@
-import type { ModelOptions } from "../protocol/ModelOptions.js"
+import { type ModelOptions, TEXT_FORMATS } from "../protocol/ModelOptions.js"
 import { DEFAULT_SENTINELS } from "./filters/sentinel.js"
 import type { TextFormat } from "./toolcalls/types.js"
 
@@ -57,6 +57,7 @@ export const outputPolicy = (
     reasoningField: request.fieldOverride ?? model.reasoning.field,
     implicitThink: model.reasoning.implicitOpen,
     sentinels: sentinelsFor(model),
-    toolFormats: model.toolFormats
+    // Its node reads "auto" from the upstream's template; a model that never had one to read parses them all.
+    toolFormats: model.toolFormats === "auto" ? TEXT_FORMATS : model.toolFormats
   }
 }

@@ -1,7 +1,9 @@
 import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type { ModelOptions } from "../protocol/ModelOptions.js"
+import { type ModelOptions, TEXT_FORMATS } from "../protocol/ModelOptions.js"
+import { formatsOfTemplate } from "../protocol/templateFormats.js"
+import { fetchChatTemplate } from "../providers/openai/chatTemplate.js"
 import type { ModelConfig } from "./ModelConfig.js"
 import * as Echo from "../providers/echo/Echo.js"
 import * as OpenAiProvider from "../providers/openai/OpenAiProvider.js"
@@ -49,11 +51,36 @@ export const makeProvider = (model: ModelConfig): Effect.Effect<Provider, never,
   }
 }
 
-/** Configured models with their built-in providers. */
+/**
+ * `toolFormats: "auto"` made concrete: the formats the upstream's chat template teaches (logged), or every format
+ * when it serves none or teaches none the edge knows.
+ */
+export const resolveToolFormats = (model: ModelConfig): Effect.Effect<ModelConfig, never, NodeHttpClient.Dispatcher> => {
+  if (model.toolFormats !== "auto") return Effect.succeed(model)
+  const p = model.provider
+  const template = p.type === "openai"
+    ? fetchChatTemplate({ baseUrl: p.baseUrl, apiKey: p.apiKey, headers: p.headers })
+    : Effect.succeed(undefined)
+  return Effect.flatMap(template, (text) => {
+    const taught = text === undefined ? undefined : formatsOfTemplate(text)
+    const log = taught !== undefined
+      ? Effect.logInfo("tool formats from the upstream's chat template").pipe(
+        Effect.annotateLogs({ model: model.id, tool_formats: taught.join(",") })
+      )
+      : Effect.logInfo(
+        text === undefined ? "no chat template from the upstream: every tool format" : "chat template not recognised: every tool format"
+      ).pipe(Effect.annotateLogs({ model: model.id }))
+    return Effect.as(log, { ...model, toolFormats: taught ?? TEXT_FORMATS })
+  })
+}
+
+/** Configured models with their built-in providers (and their `"auto"` tool formats read). */
 export const servedFromConfig = (
   models: ReadonlyArray<ModelConfig>
 ): Effect.Effect<ReadonlyArray<ServedModel>, never, NodeHttpClient.Dispatcher> =>
-  Effect.forEach(models, (model) => Effect.map(makeProvider(model), (provider) => ({ model, provider })))
+  Effect.forEach(models, (configured) =>
+    Effect.flatMap(resolveToolFormats(configured), (model) =>
+      Effect.map(makeProvider(model), (provider) => ({ model, provider }))))
 
 export const make = (options: {
   readonly id: NodeId

@@ -73,8 +73,13 @@ export const modelOptionsFields = {
   /** Other names callers may use for this model (an agent's default model names); answered as the model. */
   aliases: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
   tools: Schema.optionalWith(ToolMode, { default: () => "native" as const }),
-  /** Text tool-call formats parsed out of this model's output (default: all). */
-  toolFormats: Schema.optionalWith(Schema.Array(Schema.Literal(...TEXT_FORMATS)), { default: () => TEXT_FORMATS }),
+  /**
+   * Text tool-call formats parsed out of this model's output (default: all). `"auto"`: the ones its upstream's chat
+   * template teaches, read by its node when it starts (all when there is no template to read).
+   */
+  toolFormats: Schema.optionalWith(Schema.Union(Schema.Literal("auto"), Schema.Array(Schema.Literal(...TEXT_FORMATS))), {
+    default: () => TEXT_FORMATS
+  }),
   output: Schema.optionalWith(OutputConfig, { default: () => OutputConfig.make({}) }),
   reasoning: Schema.optionalWith(ReasoningConfig, { default: () => ReasoningConfig.make({}) }),
   sentinels: Schema.optionalWith(SentinelConfig, { default: () => SentinelConfig.make({}) })

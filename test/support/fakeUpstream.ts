@@ -48,6 +48,8 @@ export type Handler = (request: RecordedRequest, index: number) => Script | Prom
 
 export interface FakeUpstreamOptions {
   readonly models?: ReadonlyArray<string>
+  /** Served as llama.cpp does, `GET /props` → `{ chat_template }` (no such route without it). */
+  readonly chatTemplate?: string
 }
 
 export const FAKE_MODEL = "fake-model"
@@ -138,6 +140,10 @@ export const startFakeUpstream = async (
     if (req.method === "GET" && path === "/v1/models") {
       const data = (options.models ?? [FAKE_MODEL]).map((id) => ({ id, object: "model", created: 0, owned_by: "fake" }))
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ object: "list", data }))
+      return
+    }
+    if (req.method === "GET" && path === "/props" && options.chatTemplate !== undefined) {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ chat_template: options.chatTemplate }))
       return
     }
     if (req.method !== "POST" || path !== "/v1/chat/completions") {

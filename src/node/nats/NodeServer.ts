@@ -87,7 +87,11 @@ export const serve = (
     const timeoutMs = options.bus.nodeTimeoutMs
     const instanceId = randomBytes(8).toString("base64url")
     const served = new Set(node.models.map((m) => m.id))
-    const announced = options.models.filter((m) => served.has(m.id)).map(P.publicModel)
+    // As the node serves them: its `"auto"` tool formats already read from the upstream's template.
+    const resolved = new Map(node.models.map((m) => [m.id, m.toolFormats]))
+    const announced = options.models.filter((m) => served.has(m.id)).map((m) =>
+      P.publicModel({ ...m, toolFormats: resolved.get(m.id) ?? m.toolFormats })
+    )
     const max = node.maxConcurrentRuns
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const clock = yield* Effect.clock
