@@ -9,7 +9,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     // The coding agents' end-to-end cases need root, ~700 MB of agents and a build: `npm run test:agents`.
-    exclude: ["test/agents/**", "**/node_modules/**"],
+    // The families through a real llama.cpp server: `npm run test:realup`.
+    exclude: ["test/agents/**", "test/realup/**", "**/node_modules/**"],
     // Hang guards only: no test waits against the clock (README, "Development").
     testTimeout: 30_000,
     hookTimeout: 30_000,

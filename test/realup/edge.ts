@@ -1,0 +1,59 @@
+/**
+ * An in-process edge on an ephemeral loopback port whose models are the text tool-call families, each a model of
+ * the real llama-server (`tiny`) with `extraBody.grammar` forcing that family's markup for the known call.
+ */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Scope from "effect/Scope"
+import * as EdgeConfig from "../../src/config/EdgeConfig.js"
+import { decodeConfigJson } from "../../src/config/loadConfig.js"
+import { layerHttp } from "../../src/Edge.js"
+
+export interface ModelEntry {
+  readonly id: string
+  /** The request-level GBNF sent upstream with every request of this model. */
+  readonly grammar: string
+}
+
+export interface RealEdge {
+  /** `http://127.0.0.1:PORT`, without `/v1`. */
+  readonly url: string
+  readonly close: () => Promise<void>
+}
+
+export const startEdge = async (upstream: string, models: ReadonlyArray<ModelEntry>): Promise<RealEdge> => {
+  const config = Either.getOrThrow(
+    decodeConfigJson("realup", {
+      server: { apiKeys: [] },
+      log: { level: "error" },
+      models: models.map((m) => ({
+        id: m.id,
+        tools: "text",
+        provider: { type: "openai", baseUrl: upstream, model: "tiny", extraBody: { grammar: m.grammar } }
+      }))
+    })
+  )
+  const layer = layerHttp.pipe(
+    Layer.provide(EdgeConfig.layer(config)),
+    Layer.provide(NodeHttpClient.dispatcherLayer),
+    Layer.provideMerge(NodeHttpServer.layerTest),
+    Layer.provide(Logger.minimumLogLevel(LogLevel.None))
+  )
+  const scope = Effect.runSync(Scope.make())
+  const address = await Effect.runPromise(
+    Effect.flatMap(Layer.buildWithScope(layer, scope), (context) =>
+      Effect.map(Effect.provide(HttpServer.HttpServer, context), (server) => server.address))
+  )
+  if (address._tag !== "TcpAddress") throw new Error("the edge is not on TCP")
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
