@@ -758,6 +758,8 @@ interface Report {
   readonly dialects: ReadonlyArray<DialectRow> | undefined
   readonly idle: ReadonlyArray<IdleFigures>
   readonly nats: NatsFigures | undefined
+  /** Undefined until the filters phase ran. */
+  readonly toolText?: ToolTextFigures
 }
 
 const rowOf = (rows: ReadonlyArray<Row>, mode: string, n: number, target: TargetName) =>
@@ -846,6 +848,12 @@ const bars = (r: Report): ReadonlyArray<Bar> => {
       value: ns("edge"),
       relay: ns("baseline"),
       limit: streamedCpuMsPerRequest(r.rows, "edge")
+    }),
+    bar({
+      bar: "tool-call hold-back, every family ÷ the five of before, CPU per token on plain text",
+      value: r.toolText?.plain.ratio ?? Number.NaN,
+      relay: Number.NaN,
+      limit: 1.15
     }),
     // The worse of the two ratios (NaN, no figure, when either is missing).
     bar({
@@ -1030,7 +1038,7 @@ const main = async (): Promise<number> => {
       filtersS: (performance.now() - memoryDone) / 1000
     }
 
-    const report: Report = { rows, nonStream, dialects, idle, nats }
+    const report: Report = { rows, nonStream, dialects, idle, nats, toolText }
     const barList = bars(report)
     const trouble = problems(report, barList, failures)
 
@@ -1070,6 +1078,11 @@ const main = async (): Promise<number> => {
     log(table(
       ["filter", "MB/s", "time(2 MB) ÷ time(1 MB)"],
       [
+        [
+          `tool-text hold-back, plain text: every family ${fixed(toolText.plain.allNs, 1)} ns/delta, the five of before ${fixed(toolText.plain.fiveNs, 1)}`,
+          "",
+          ""
+        ],
         ["tool-text hold-back (1 MB)", fixed(toolText.mb1.mbPerSec, 1), fixed(toolText.ratio, 2)],
         ["tool-text hold-back (2 MB)", fixed(toolText.mb2.mbPerSec, 1), ""],
         ["sentinel", fixed(reasoning.sentinel.mbPerSec, 1), ""],

@@ -1,8 +1,10 @@
 /** Throughput of the tool-text hold-back filter on streamed content, and whether its cost grows linearly with size. */
 import * as Holdback from "../src/chat/filters/holdback.js"
-import type { RequestTool } from "../src/chat/toolcalls/types.js"
+import { TEXT_FORMATS, type RequestTool } from "../src/chat/toolcalls/types.js"
 
 export interface ToolTextFigures {
+  /** Plain prose: ns per 4-char delta with the five formats of before issue 20, with every family, and the ratio. */
+  readonly plain: { readonly fiveNs: number; readonly allNs: number; readonly ratio: number }
   readonly mb1: { readonly seconds: number; readonly mbPerSec: number }
   readonly mb2: { readonly seconds: number; readonly mbPerSec: number }
   /** time(2 MB) / time(1 MB); about 2 when linear. */
@@ -44,8 +46,8 @@ const deltas = (text: string): ReadonlyArray<string> => {
   return out
 }
 
-const run = (chunks: ReadonlyArray<string>): number => {
-  let state = Holdback.initial(options)
+const run = (chunks: ReadonlyArray<string>, with_: Holdback.ToolTextOptions = options): number => {
+  let state = Holdback.initial(with_)
   let count = 0
   for (const chunk of chunks) {
     const [next, out] = Holdback.append(state, chunk)
@@ -69,6 +71,31 @@ const bestOf3 = (chunks: ReadonlyArray<string>): number => {
   return sink < 0 ? Number.NaN : best
 }
 
+/** Prose a model writes, with the characters markers start with (`<`, `[`, `{`) but no marker. */
+const PLAIN = "Sure: in TypeScript, `a < b` compares, an array is [1, 2] and an object {x: 1}; see <https://x.y>. "
+
+/** ns per delta of both option sets, timed alternately (best of 7 each) so the machine's swings hit both alike. */
+const plainFigures = (): ToolTextFigures["plain"] => {
+  const chunks = deltas(PLAIN.repeat(Math.ceil(MB / PLAIN.length)).slice(0, MB))
+  const all: Holdback.ToolTextOptions = { formats: TEXT_FORMATS, tools }
+  run(chunks, options)
+  run(chunks, all)
+  let five = Number.POSITIVE_INFINITY
+  let every = Number.POSITIVE_INFINITY
+  for (let i = 0; i < 7; i++) {
+    for (const [which, opts] of [["five", options], ["all", all]] as const) {
+      ;(globalThis as { gc?: () => void }).gc?.()
+      const start = performance.now()
+      run(chunks, opts)
+      const ms = performance.now() - start
+      if (which === "five") five = Math.min(five, ms)
+      else every = Math.min(every, ms)
+    }
+  }
+  const ns = (ms: number) => (ms * 1e6) / chunks.length
+  return { fiveNs: ns(five), allNs: ns(every), ratio: every / five }
+}
+
 export const measureToolTextThroughput = (): ToolTextFigures => {
   const oneMb = deltas(makeText(MB))
   const twoMb = deltas(makeText(2 * MB))
@@ -77,5 +104,5 @@ export const measureToolTextThroughput = (): ToolTextFigures => {
   const one = bestOf3(oneMb)
   const two = bestOf3(twoMb)
   const figures = (ms: number, mb: number) => ({ seconds: ms / 1000, mbPerSec: mb / (ms / 1000) })
-  return { mb1: figures(one, 1), mb2: figures(two, 2), ratio: two / one }
+  return { plain: plainFigures(), mb1: figures(one, 1), mb2: figures(two, 2), ratio: two / one }
 }
