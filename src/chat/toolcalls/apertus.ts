@@ -3,7 +3,7 @@
  * key is the tool's name. An object of the usual `{"name": ..., "arguments": ...}` shape is read as that.
  */
 import { clip } from "../../common/clip.js"
-import type { TagFormat } from "./block.js"
+import { type TagFormat, tagFormat } from "./block.js"
 import { argumentsText, callFromValue, isRecord, REASON_PART_CHARS } from "./json.js"
 import { parseJsonBody } from "./jsonBlocks.js"
 import type { ParsedToolCall } from "./types.js"
@@ -21,11 +21,9 @@ const apertusCall = (value: unknown): ParsedToolCall | string => {
   return { name: name.trim(), arguments: args }
 }
 
-export const apertus: TagFormat = {
+export const apertus: TagFormat = tagFormat({
   format: "apertus",
   open: "<|tools_prefix|>",
   close: "<|tools_suffix|>",
-  committed: "<|tools_prefix|".length,
-  claims: () => true,
   parse: (body) => parseJsonBody(body, WHERE, apertusCall)
-}
+})

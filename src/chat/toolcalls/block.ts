@@ -73,3 +73,10 @@ export const indexOfCi = (text: string, needle: string, from: number): number =>
   }
   return -1
 }
+
+/** A TagFormat by the usual rules: the open tag commits with all but its last char, and no other format shares it. */
+export const tagFormat = (fields: Pick<TagFormat, "format" | "open" | "close" | "parse">): TagFormat => ({
+  ...fields,
+  committed: fields.open.length - 1,
+  claims: () => true
+})

@@ -4,7 +4,7 @@
  * fullwidth U+FF5C). `string="true"` marks the value as raw text; `string="false"` as JSON. V4 writes the same body inside
  * `<｜DSML｜tool_calls>`.
  */
-import type { TagFormat } from "./block.js"
+import { type TagFormat, tagFormat } from "./block.js"
 import { attribute, type InvokeSyntax, parseInvokes } from "./invokes.js"
 import { parseJson } from "./json.js"
 import { typedValue } from "./typedArgs.js"
@@ -36,20 +36,16 @@ const syntax = (where: string): InvokeSyntax => ({
 const V32 = syntax("<｜DSML｜function_calls>")
 const V4 = syntax("<｜DSML｜tool_calls>")
 
-export const deepseekV32: TagFormat = {
+export const deepseekV32: TagFormat = tagFormat({
   format: "deepseek_v32",
   open: "<｜DSML｜function_calls>",
   close: "</｜DSML｜function_calls>",
-  committed: "<｜DSML｜function_calls".length,
-  claims: () => true,
   parse: (body, closed, tools) => parseInvokes(V32, body, closed, tools)
-}
+})
 
-export const deepseekV4: TagFormat = {
+export const deepseekV4: TagFormat = tagFormat({
   format: "deepseek_v4",
   open: "<｜DSML｜tool_calls>",
   close: "</｜DSML｜tool_calls>",
-  committed: "<｜DSML｜tool_calls".length,
-  claims: () => true,
   parse: (body, closed, tools) => parseInvokes(V4, body, closed, tools)
-}
+})

@@ -4,7 +4,7 @@
  * written bare. Objects nest as `{key:VALUE}` (keys bare or between string markers), arrays as `[VALUE,...]`.
  */
 import { clip } from "../../common/clip.js"
-import { type BlockResult, calls, isWhitespace, lowerCode, malformed, type TagFormat } from "./block.js"
+import { type BlockResult, calls, isWhitespace, lowerCode, malformed, type TagFormat, tagFormat } from "./block.js"
 import { isRecord, REASON_PART_CHARS } from "./json.js"
 import { toolProperties, typedValue } from "./typedArgs.js"
 import type { ParsedToolCall, RequestTool } from "./types.js"
@@ -173,21 +173,17 @@ const gemmaBlock = (body: string, quote: string, tools: ReadonlyArray<RequestToo
 }
 
 /** FunctionGemma (Google's FunctionGemma formatting docs): strings between `<escape>` tokens. */
-export const functionGemma: TagFormat = {
+export const functionGemma: TagFormat = tagFormat({
   format: "function_gemma",
   open: "<start_function_call>",
   close: "<end_function_call>",
-  committed: "<start_function_call".length,
-  claims: () => true,
   parse: (body, _closed, tools) => gemmaBlock(body, "<escape>", tools, "<start_function_call>")
-}
+})
 
 /** Gemma 4 (its chat template): `<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>`. */
-export const gemma4: TagFormat = {
+export const gemma4: TagFormat = tagFormat({
   format: "gemma4",
   open: "<|tool_call>",
   close: "<tool_call|>",
-  committed: "<|tool_call".length,
-  claims: () => true,
   parse: (body, _closed, tools) => gemmaBlock(body, "<|\"|>", tools, "<|tool_call>")
-}
+})

@@ -3,7 +3,7 @@
  * `<parameter name="KEY">VALUE</parameter>` per argument. The template writes a string as it is and anything else as
  * JSON, unescaped, so values are typed by the tool's JSON Schema.
  */
-import type { TagFormat } from "./block.js"
+import { type TagFormat, tagFormat } from "./block.js"
 import { attribute, type InvokeSyntax, parseInvokes } from "./invokes.js"
 import { typedValue } from "./typedArgs.js"
 
@@ -19,11 +19,9 @@ const syntax: InvokeSyntax = {
   value: (raw, _header, schema) => typedValue(raw, schema)
 }
 
-export const minimaxM2: TagFormat = {
+export const minimaxM2: TagFormat = tagFormat({
   format: "minimax_m2",
   open: "<minimax:tool_call>",
   close: "</minimax:tool_call>",
-  committed: "<minimax:tool_call".length,
-  claims: () => true,
   parse: (body, closed, tools) => parseInvokes(syntax, body, closed, tools)
-}
+})

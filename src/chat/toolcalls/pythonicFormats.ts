@@ -2,7 +2,7 @@
  * The formats whose calls are a pythonic call list: bare (Llama 3.2 / ToolACE: the whole response is the list) or
  * between markers of their own (Llama 4, Olmo 3, LFM2).
  */
-import type { BareFormat, TagFormat } from "./block.js"
+import { type BareFormat, type TagFormat, tagFormat } from "./block.js"
 import { findTool } from "./json.js"
 import { parsePythonicCalls, pythonicBlock, typedCall } from "./pythonic.js"
 import { PYTHONIC_OPENED, pythonicClosed, pythonicDead, pythonicStep } from "./pythonicScan.js"
@@ -49,14 +49,12 @@ export const llama4Pythonic: TagFormat = {
  * Olmo 3: `<function_calls>name(key=<JSON value>, ...)` with one call per line `</function_calls>` (its template
  * writes values with `tojson`, so `true`/`null` and double quotes; a bracketed list is read too).
  */
-export const olmo3: TagFormat = {
+export const olmo3: TagFormat = tagFormat({
   format: "olmo3",
   open: "<function_calls>",
   close: "</function_calls>",
-  committed: "<function_calls".length,
-  claims: () => true,
   parse: (body, _closed, tools) => pythonicBlock(body, tools, "<function_calls>", "loose")
-}
+})
 
 /**
  * LFM2 / LFM2.5: `<|tool_call_start|>[name(key='text', n=3, d={"a": 1}), ...]<|tool_call_end|>` (strings in single

@@ -4,7 +4,7 @@
  * The template writes a value as it is, with no newline around it, so it is kept as written and typed by the tool's
  * JSON Schema.
  */
-import type { TagFormat } from "./block.js"
+import { type TagFormat, tagFormat } from "./block.js"
 import { type InvokeSyntax, parseInvokes, wholeHeader } from "./invokes.js"
 import { typedValue } from "./typedArgs.js"
 
@@ -20,11 +20,9 @@ const syntax: InvokeSyntax = {
   value: (raw, _header, schema) => typedValue(raw, schema)
 }
 
-export const seedOss: TagFormat = {
+export const seedOss: TagFormat = tagFormat({
   format: "seed_oss",
   open: "<seed:tool_call>",
   close: "</seed:tool_call>",
-  committed: "<seed:tool_call".length,
-  claims: () => true,
   parse: (body, closed, tools) => parseInvokes(syntax, body, closed, tools)
-}
+})
