@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Holdback from "../../../src/chat/filters/holdback.js"
 import type { ParsedToolCall, RequestTool, TextFormat } from "../../../src/chat/toolcalls/types.js"
+import { canonical, type Event, outputsOf, randomCase, splitAt } from "../../support/holdbackSplits.js"
 
 const tools: ReadonlyArray<RequestTool> = [
   {
@@ -25,47 +26,10 @@ const MARKUP: ReadonlyArray<TextFormat> = ["xml", "mustache", "qwen3_xml", "mist
 const options: Holdback.ToolTextOptions = { formats: MARKUP, tools }
 const withBare: Holdback.ToolTextOptions = { formats: [...MARKUP, "bare_json"], tools }
 
-type Event =
-  | { readonly _tag: "Text"; readonly text: string }
-  | { readonly _tag: "Call"; readonly call: ParsedToolCall }
-  | { readonly _tag: "Malformed" }
-
-/** Outputs with consecutive texts merged and reasons dropped: the shape every split must agree on. */
-const canonical = (outputs: ReadonlyArray<Holdback.ToolTextOutput>): ReadonlyArray<Event> => {
-  const events: Array<Event> = []
-  for (const o of outputs) {
-    const last = events[events.length - 1]
-    if (o._tag === "Text") {
-      if (last?._tag === "Text") events[events.length - 1] = { _tag: "Text", text: last.text + o.text }
-      else events.push({ _tag: "Text", text: o.text })
-    } else events.push(o._tag === "Call" ? { _tag: "Call", call: o.call } : { _tag: "Malformed" })
-  }
-  return events
-}
-
 const stream = (chunks: ReadonlyArray<string>, opts: Holdback.ToolTextOptions = options) => {
-  let state = Holdback.initial(opts)
-  const outputs: Array<Holdback.ToolTextOutput> = []
-  for (const chunk of chunks) {
-    const [next, out] = Holdback.append(state, chunk)
-    state = next
-    outputs.push(...out)
-  }
-  outputs.push(...Holdback.flush(state))
+  const outputs = outputsOf(chunks, opts)
   expect(outputs.some((o) => o._tag === "Text" && o.text === "")).toBe(false)
   return canonical(outputs)
-}
-
-const splitAt = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
-  const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const c of at) {
-    chunks.push(text.slice(from, c))
-    from = c
-  }
-  chunks.push(text.slice(from))
-  return chunks
 }
 
 const units = (text: string): ReadonlyArray<string> => text.split("")
@@ -88,11 +52,6 @@ type Piece =
     readonly calls: ReadonlyArray<ParsedToolCall>
     readonly malformed: boolean
   }
-
-const randomCase = (text: string) =>
-  fc.array(fc.boolean(), { minLength: text.length, maxLength: text.length }).map((upper) =>
-    Array.from(text, (ch, i) => (upper[i] ? ch.toUpperCase() : ch.toLowerCase())).join("")
-  )
 
 const safeString = fc
   .string({

@@ -8,7 +8,8 @@ import { FastCheck as fc } from "effect"
 import * as Holdback from "../../../src/chat/filters/holdback.js"
 import { type BareFormat, calls, isWhitespace, lowerCode } from "../../../src/chat/toolcalls/block.js"
 import { type Registry, registry, type TagOpener } from "../../../src/chat/toolcalls/registry.js"
-import type { ParsedToolCall, RequestTool } from "../../../src/chat/toolcalls/types.js"
+import type { RequestTool } from "../../../src/chat/toolcalls/types.js"
+import { canonical, type Event, outputsFrom, splitAt } from "../../support/holdbackSplits.js"
 
 const tools: ReadonlyArray<RequestTool> = [{ name: "get_weather" }, { name: "search" }]
 
@@ -46,47 +47,8 @@ const fakeOpener = ([open, close]: readonly [string, string]): TagOpener => ({
 const OPENERS: ReadonlyArray<TagOpener> = SHAPES.map(fakeOpener)
 const many = (openers: ReadonlyArray<TagOpener>): Registry => ({ openers, bare: [] })
 
-type Event =
-  | { readonly _tag: "Text"; readonly text: string }
-  | { readonly _tag: "Call"; readonly call: ParsedToolCall }
-  | { readonly _tag: "Malformed" }
-
-const canonical = (outputs: ReadonlyArray<Holdback.ToolTextOutput>): ReadonlyArray<Event> => {
-  const events: Array<Event> = []
-  for (const o of outputs) {
-    const last = events[events.length - 1]
-    if (o._tag === "Text") {
-      expect(o.text).not.toBe("")
-      if (last?._tag === "Text") events[events.length - 1] = { _tag: "Text", text: last.text + o.text }
-      else events.push({ _tag: "Text", text: o.text })
-    } else events.push(o._tag === "Call" ? { _tag: "Call", call: o.call } : { _tag: "Malformed" })
-  }
-  return events
-}
-
-const stream = (start: () => Holdback.ToolTextState, chunks: ReadonlyArray<string>): ReadonlyArray<Event> => {
-  let state = start()
-  const outputs: Array<Holdback.ToolTextOutput> = []
-  for (const chunk of chunks) {
-    const [next, out] = Holdback.append(state, chunk)
-    state = next
-    outputs.push(...out)
-  }
-  outputs.push(...Holdback.flush(state))
-  return canonical(outputs)
-}
-
-const splitAt = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
-  const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const c of at) {
-    chunks.push(text.slice(from, c))
-    from = c
-  }
-  chunks.push(text.slice(from))
-  return chunks
-}
+const stream = (start: () => Holdback.ToolTextState, chunks: ReadonlyArray<string>): ReadonlyArray<Event> =>
+  canonical(outputsFrom(start(), chunks))
 
 // ---- the reference: the scanner's rules, the slow and obvious way ----
 

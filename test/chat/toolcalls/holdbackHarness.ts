@@ -6,6 +6,9 @@ import { expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Holdback from "../../../src/chat/filters/holdback.js"
 import type { ParsedToolCall, RequestTool, TextFormat } from "../../../src/chat/toolcalls/types.js"
+import { canonical, type Event, outputsOf, splitAt } from "../../support/holdbackSplits.js"
+
+export { splitAt }
 
 export const tools: ReadonlyArray<RequestTool> = [
   {
@@ -18,10 +21,7 @@ export const tools: ReadonlyArray<RequestTool> = [
   }
 ]
 
-export type Event =
-  | { readonly _tag: "Text"; readonly text: string }
-  | { readonly _tag: "Call"; readonly call: ParsedToolCall }
-  | { readonly _tag: "Malformed" }
+export type { Event } from "../../support/holdbackSplits.js"
 
 export const call = (name: string, args: unknown): ParsedToolCall => ({ name, arguments: JSON.stringify(args) })
 export const text = (t: string): Event => ({ _tag: "Text", text: t })
@@ -56,30 +56,11 @@ const containsAny = (t: string, markers: ReadonlyArray<string>): boolean => {
 }
 const containsMarker = (t: string): boolean => containsAny(t, ALL_MARKERS)
 
-const canonical = (outputs: ReadonlyArray<Holdback.ToolTextOutput>): ReadonlyArray<Event> => {
-  const events: Array<Event> = []
-  for (const o of outputs) {
-    const last = events[events.length - 1]
-    if (o._tag === "Text") {
-      if (last?._tag === "Text") events[events.length - 1] = text(last.text + o.text)
-      else events.push(text(o.text))
-    } else events.push(o._tag === "Call" ? { _tag: "Call", call: o.call } : MALFORMED)
-  }
-  return events
-}
-
 export const options = (formats: ReadonlyArray<TextFormat>): Holdback.ToolTextOptions => ({ formats, tools })
 
 /** The events of a response streamed in these chunks; no Text output is empty or holds a marker. */
 export const stream = (chunks: ReadonlyArray<string>, opts: Holdback.ToolTextOptions): ReadonlyArray<Event> => {
-  let state = Holdback.initial(opts)
-  const outputs: Array<Holdback.ToolTextOutput> = []
-  for (const chunk of chunks) {
-    const [next, out] = Holdback.append(state, chunk)
-    state = next
-    outputs.push(...out)
-  }
-  outputs.push(...Holdback.flush(state))
+  const outputs = outputsOf(chunks, opts)
   const markers = opts.formats.flatMap((f) => MARKERS_OF[f] ?? [])
   for (const o of outputs) {
     if (o._tag !== "Text") continue
@@ -87,18 +68,6 @@ export const stream = (chunks: ReadonlyArray<string>, opts: Holdback.ToolTextOpt
     expect(containsAny(o.text, markers)).toBe(false)
   }
   return canonical(outputs)
-}
-
-export const splitAt = (t: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
-  const at = [...new Set(cuts.map((c) => c % (t.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const c of at) {
-    chunks.push(t.slice(from, c))
-    from = c
-  }
-  chunks.push(t.slice(from))
-  return chunks
 }
 
 /** What the whole text gives at once (`parseText`), as events in order of kind. */

@@ -7,7 +7,8 @@ import { expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Holdback from "../../../src/chat/filters/holdback.js"
 import { TEXT_FORMATS } from "../../../src/chat/toolcalls/types.js"
-import type { ParsedToolCall, RequestTool, TextFormat } from "../../../src/chat/toolcalls/types.js"
+import type { RequestTool, TextFormat } from "../../../src/chat/toolcalls/types.js"
+import { canonical, outputsOf, splitAt } from "../../support/holdbackSplits.js"
 
 export const tools: ReadonlyArray<RequestTool> = [
   {
@@ -92,37 +93,7 @@ const prose = fc.constantFrom(
   "line\n\nnext"
 )
 
-/** `chunks` through append/flush: events with consecutive texts merged. */
-const stream = (chunks: ReadonlyArray<string>) => {
-  let state = Holdback.initial(options)
-  const outputs: Array<Holdback.ToolTextOutput> = []
-  for (const chunk of chunks) {
-    const [next, out] = Holdback.append(state, chunk)
-    state = next
-    outputs.push(...out)
-  }
-  outputs.push(...Holdback.flush(state))
-  const events: Array<{ _tag: string; text?: string; call?: ParsedToolCall }> = []
-  for (const o of outputs) {
-    const last = events[events.length - 1]
-    if (o._tag === "Text" && last?._tag === "Text") last.text = `${last.text ?? ""}${o.text}`
-    else if (o._tag === "Text") events.push({ _tag: "Text", text: o.text })
-    else events.push(o._tag === "Call" ? { _tag: "Call", call: o.call } : { _tag: "Malformed" })
-  }
-  return events
-}
-
-const splitAt = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
-  const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const c of at) {
-    chunks.push(text.slice(from, c))
-    from = c
-  }
-  chunks.push(text.slice(from))
-  return chunks
-}
+const stream = (chunks: ReadonlyArray<string>) => canonical(outputsOf(chunks, options))
 
 /** The chunks' events equal the whole text's, the prose comes through exact, and no Text holds a marker. */
 export const expectStreams = (
@@ -133,10 +104,10 @@ export const expectStreams = (
 ): void => {
   const whole = Holdback.parseText(text, options)
   const events = stream(chunks)
-  const texts = events.flatMap((e) => (e._tag === "Text" ? [e.text ?? ""] : []))
+  const texts = events.flatMap((e) => (e._tag === "Text" ? [e.text] : []))
   expect(texts.join("")).toBe(whole.text)
   expect(whole.text).toBe(prose)
-  expect(events.flatMap((e) => (e.call === undefined ? [] : [e.call]))).toEqual(whole.calls)
+  expect(events.flatMap((e) => (e._tag === "Call" ? [e.call] : []))).toEqual(whole.calls)
   expect(events.filter((e) => e._tag === "Malformed").length).toBe(whole.malformed.length)
   for (const t of texts) for (const m of markers) expect(t.toLowerCase()).not.toContain(m.toLowerCase())
 }
