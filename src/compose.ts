@@ -22,7 +22,7 @@ import * as RunService from "./run/RunService.js"
 
 /** The run service with the config's idle timeout. */
 export const runServiceLayer: Layer.Layer<RunService.RunService, never, EdgeConfig | NodeRegistry.NodeRegistry> =
-  Layer.unwrapEffect(EdgeConfig.pipe(Effect.map((c) => RunService.layer({ idleTimeoutMs: c.runs.idleTimeoutMs }))))
+  Layer.unwrapEffect(EdgeConfig.pipe(Effect.map((c) => RunService.layer({ idleTimeoutMs: c.runs.idleTimeoutMs, wholeAnswerTimeoutMs: c.runs.wholeAnswerTimeoutMs }))))
 
 /** The run plane: the registry of nodes (the model catalogue) and the run service over it. */
 export const runPlaneLayer: Layer.Layer<RunService.RunService | NodeRegistry.NodeRegistry, never, EdgeConfig> =

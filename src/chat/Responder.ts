@@ -185,8 +185,8 @@ export const make = Effect.gen(function* () {
       const text = renderer.keepAlive
       if (text !== undefined) {
         const silent: Watchdog.Watched = {
-          get lastProgressAt() {
-            return body.lastWriteAt
+          get dueAt() {
+            return body.lastWriteAt + KEEP_ALIVE_AFTER_MS
           },
           onIdle: () => {
             if (body.keepAlive(text)) unwatch = keepAlives.watch(silent)

@@ -89,6 +89,8 @@ export const buildChatRequest = (
       ...(choice !== undefined ? { toolChoice: choice } : {}),
       ...(parts.parallelToolCalls !== undefined ? { parallelToolCalls: parts.parallelToolCalls } : {}),
       sampling: parts.sampling,
+      // Nothing needs the upstream's stream when the caller takes the answer whole: a provider may ask for JSON.
+      ...(parts.stream ? {} : { wholeAnswer: true }),
       metadata: parts.metadata
     },
     stream: parts.stream,

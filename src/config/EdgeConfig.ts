@@ -82,6 +82,8 @@ export type ServerConfig = typeof ServerConfig.Type
 
 export const RunsConfig = Schema.Struct({
   idleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
+  /** The longest a run waits on a whole (non-stream) upstream answer, in place of `idleTimeoutMs` (default 600000). */
+  wholeAnswerTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 600_000 }),
   /** Runs the edge serves at once across all callers (default: unlimited); more get 429. */
   maxConcurrentRuns: Schema.optional(PositiveInt),
   toolValidationAttempts: Schema.optionalWith(PositiveInt, { default: () => 2 }),

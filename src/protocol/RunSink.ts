@@ -21,6 +21,13 @@ export interface RunSink {
    */
   readonly accept: () => void
   /**
+   * `true`: the producer waits on a whole answer (an upstream asked for JSON, not a stream): nothing arrives until
+   * its end, so the run's idle bound does not apply until then; the whole-answer bound does. `false`: it does not
+   * any more (the upstream streams after all). The first `emit` ends the wait too. Optional to implement and call:
+   * a producer that streams never calls it.
+   */
+  readonly awaitWhole?: (waiting: boolean) => void
+  /**
    * The producer has nothing more. The run's channel is the one terminator: it accepts nothing after the first
    * terminal event, so a producer never slices at one, and an end without a terminal is `StreamClosed`.
    */

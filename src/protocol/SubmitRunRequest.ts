@@ -84,6 +84,11 @@ export const SubmitRunRequest = Schema.Struct({
   toolChoice: Schema.optional(ToolChoice),
   parallelToolCalls: Schema.optional(Schema.Boolean),
   sampling: SamplingParams,
+  /**
+   * The caller wants the whole answer at once (a non-stream request): a provider may ask its upstream for one
+   * answer instead of a stream (cheaper to read), and then says so through `RunSink.awaitWhole`.
+   */
+  wholeAnswer: Schema.optional(Schema.Boolean),
   /** Trace flags, and on a retry `attempt`, `failed_run_id` and `reason`. */
   metadata: Schema.Record({ key: Schema.String, value: Schema.String })
 })

@@ -46,6 +46,8 @@ export class RunChannel implements RunSink {
   lastProgressAt: number
   /** The upstream accepted the run (or its first batch arrived): the response may start. */
   accepted = false
+  /** Since when the producer waits on a whole answer (`awaitWhole`), until its first batch; else undefined. */
+  wholeSince: number | undefined = undefined
   private buffer: Array<RunEvent> = []
   private state: "open" | "done" | "failed" = "open"
   private failure: RunError | undefined = undefined
@@ -72,6 +74,7 @@ export class RunChannel implements RunSink {
   readonly emit = (events: ReadonlyArray<RunEvent>): boolean => {
     if (this.state !== "open") return true
     this.lastProgressAt = this.now()
+    this.wholeSince = undefined
     this.accepted = true
     let text = false
     for (const e of events) {
@@ -96,6 +99,13 @@ export class RunChannel implements RunSink {
     if (this.accepted || this.state !== "open") return
     this.accepted = true
     this.ready()
+  }
+
+  readonly awaitWhole = (waiting: boolean): void => {
+    if (this.state !== "open") return
+    // Leaving the wait is progress: the idle bound starts from here, not from the request's start.
+    this.lastProgressAt = this.now()
+    this.wholeSince = waiting && this.buffer.length === 0 ? this.lastProgressAt : undefined
   }
 
   /** The producer has nothing more: after the run's terminal event that changes nothing; before it, the stream closed. */

@@ -48,9 +48,17 @@ export interface RunServiceOptions {
    * waits for one (`RunIdle`), or nothing taken by the reader while it has output it cannot write (`WriteStalled`).
    */
   readonly idleTimeoutMs: number
+  /**
+   * `runs.wholeAnswerTimeoutMs` (default 600000, raised to `idleTimeoutMs` when below it): the longest a run may
+   * wait on a whole answer (its producer's `awaitWhole`: an upstream asked for JSON sends nothing until its end),
+   * in place of the idle bound, which cannot see progress there. After it the run ends with `RunIdle`.
+   */
+  readonly wholeAnswerTimeoutMs?: number
   /** Names each run (default: `newRunId`, unique across edges); a test kit names them in order. */
   readonly runIds?: () => RunId
 }
+
+export const DEFAULT_WHOLE_ANSWER_TIMEOUT_MS = 600_000
 
 /** Nodes a run is offered to before a refusal reaches the caller. */
 const MAX_NODE_ATTEMPTS = 3
@@ -78,6 +86,8 @@ export const make = (
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
     const watchdog = yield* Watchdog.make(options.idleTimeoutMs)
+    const idleMs = options.idleTimeoutMs
+    const wholeMs = Math.max(options.wholeAnswerTimeoutMs ?? DEFAULT_WHOLE_ANSWER_TIMEOUT_MS, idleMs)
     const nextRunId = options.runIds ?? newRunId
     const active = new Set<Active>()
 
@@ -134,9 +144,11 @@ export const make = (
 
     /** The idle watchdog found no progress: whose fault is it, the upstream's or the reader's? */
     const idleError = (channel: RunChannel): RunError =>
-      channel.readerWaiting && !channel.ended
-        ? new RunIdle({ idleMs: options.idleTimeoutMs })
-        : new WriteStalled({ idleMs: options.idleTimeoutMs })
+      channel.wholeSince !== undefined
+        ? new RunIdle({ idleMs: wholeMs })
+        : channel.readerWaiting && !channel.ended
+        ? new RunIdle({ idleMs })
+        : new WriteStalled({ idleMs })
 
     // A plain function, not `Effect.fn` with a span: nothing exports spans from the edge, and the span (and
     // `annotateCurrentSpan`, which fails and builds an error when there is none) cost per run for nobody.
@@ -154,8 +166,9 @@ export const make = (
       lease.onGone(() => terminate(entry, new NodeDisconnected({ nodeId })))
       active.add(entry)
       const unwatch = watchdog.watch({
-        get lastProgressAt() {
-          return channel.lastProgressAt
+        get dueAt() {
+          const whole = channel.wholeSince
+          return whole === undefined ? channel.lastProgressAt + idleMs : whole + wholeMs
         },
         onIdle: () => terminate(entry, idleError(channel))
       })

@@ -2,16 +2,16 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 
-/** What the watchdog watches: when it last made progress, and what to do when it made none for too long. */
+/** What the watchdog watches: when it is due (its last progress plus its bound), and what to do then. */
 export interface Watched {
-  readonly lastProgressAt: number
+  readonly dueAt: number
   readonly onIdle: () => void
 }
 
 export interface Watchdog {
   /**
    * Watches `w` until the returned function is called (synchronous: the run calls it from its one finalizer);
-   * `onIdle` is called (once) when `idleMs` pass without progress.
+   * `onIdle` is called (once) when the clock reaches its `dueAt`.
    */
   readonly watch: (w: Watched) => () => void
 }
@@ -32,16 +32,17 @@ export const make = (idleMs: number): Effect.Effect<Watchdog, never, Scope.Scope
       const now = yield* Clock.currentTimeMillis
       let earliest = Number.POSITIVE_INFINITY
       for (const w of watched) {
-        const due = w.lastProgressAt + idleMs
+        const due = w.dueAt
         if (due <= now) {
           watched.delete(w)
           w.onIdle()
         } else if (due < earliest) earliest = due
       }
       if (watched.size === 0) return yield* anything.close
-      // Deadlines only move later (every run has the same idleMs and progress pushes lastProgressAt forward), so a
-      // run watched while this fiber sleeps is never due before it wakes.
-      yield* Effect.sleep(earliest - now)
+      // A deadline is never closer than `idleMs` from when it was set (progress stamps now + idleMs; a whole answer's
+      // bound is at least as long), and the fiber never sleeps longer than that: no run is due before it wakes, even
+      // one whose whole answer just arrived (its deadline moved from the whole bound back to the idle one).
+      yield* Effect.sleep(Math.min(earliest - now, idleMs))
     })
     yield* Effect.forkScoped(Effect.forever(round))
 

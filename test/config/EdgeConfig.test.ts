@@ -14,7 +14,7 @@ describe("config", () => {
   it("no file: the embedded default serves echo on 127.0.0.1:8080", () => {
     const c = defaultConfig()
     expect(c.server).toMatchObject({ host: "127.0.0.1", port: 8080, maxBodyBytes: 4194304, shutdownGraceMs: 10000 })
-    expect(c.runs).toEqual({ idleTimeoutMs: 60000, toolValidationAttempts: 2 })
+    expect(c.runs).toEqual({ idleTimeoutMs: 60000, wholeAnswerTimeoutMs: 600000, toolValidationAttempts: 2 })
     expect(c.models.map((m) => [m.id, m.provider.type])).toEqual([["echo", "echo"]])
   })
 
@@ -23,7 +23,7 @@ describe("config", () => {
       "edge.json",
       JSON.stringify({
         server: { host: "127.0.0.1", port: 8080, apiKeys: ["sk-local-1"] },
-        runs: { idleTimeoutMs: 60000, toolValidationAttempts: 2 },
+        runs: { idleTimeoutMs: 60000, wholeAnswerTimeoutMs: 600000, toolValidationAttempts: 2 },
         models: [
           { id: "echo", provider: { type: "echo" } },
           {

@@ -283,7 +283,7 @@ describe("openai provider through a fake upstream", () => {
     expect(completion.choices[0]!.finish_reason).toBe("tool_calls")
   })
 
-  it("request fields are passed upstream; metadata is not; stream_options.include_usage is always sent", async () => {
+  it("request fields are passed upstream; metadata is not; a non-stream request asks for a whole answer (stream: false)", async () => {
     const key = upstream.script("fields", { kind: "sse", events: textStream(["ok"]) })
     await client.chat.completions.create({
       model: "up",
@@ -307,8 +307,8 @@ describe("openai provider through a fake upstream", () => {
     const { body, headers } = sent[0]!
     const b = body as Record<string, any>
     expect(b["model"]).toBe(FAKE_MODEL)
-    expect(b["stream"]).toBe(true)
-    expect(b["stream_options"]).toEqual({ include_usage: true })
+    expect(b["stream"]).toBe(false)
+    expect(b).not.toHaveProperty("stream_options")
     expect(b["messages"]).toEqual([
       { role: "system", content: "Be brief." },
       { role: "user", content: key }

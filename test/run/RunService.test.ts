@@ -25,6 +25,35 @@ const RunPlane = RunServiceM.layer({ idleTimeoutMs: 60_000 }).pipe(Layer.provide
 
 const done = RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} })
 
+/**
+ * A node whose provider waits on a whole answer (`awaitWhole(true)`) for model "m": it answers after `answerAt` ms,
+ * or never; at `streamsAt` ms it says it streams after all (`awaitWhole(false)`) and then stays silent.
+ */
+const wholeNode = (id: string, answerAt: number | undefined, streamsAt?: number) => {
+  const stopped: Array<string> = []
+  const connection: NodeConnection = {
+    id: NodeId.make(id),
+    models: [modelOptions("m")],
+    maxConcurrentRuns: Number.POSITIVE_INFINITY,
+    start: (runId, _request, sink) =>
+      Effect.gen(function* () {
+        let finished = false
+        yield* Effect.addFinalizer(() => Effect.sync(() => (finished ? undefined : stopped.push(runId))))
+        sink.awaitWhole?.(true)
+        if (streamsAt !== undefined) {
+          yield* Effect.forkScoped(Effect.sleep(streamsAt).pipe(Effect.zipRight(Effect.sync(() => sink.awaitWhole?.(false)))))
+        }
+        if (answerAt === undefined) return
+        yield* Effect.forkScoped(Effect.sleep(answerAt).pipe(Effect.zipRight(Effect.sync(() => {
+          finished = true
+          sink.emit([RunEvent.delta("whole"), done])
+          sink.end()
+        }))))
+      })
+  }
+  return { connection, stopped }
+}
+
 /** Lets the other fibers run until `holds` (a run's scope closing interrupts its producer fiber: a few steps). */
 const until = (holds: () => boolean) => Effect.yieldNow().pipe(Effect.repeat({ until: holds, times: 100 }))
 
@@ -240,6 +269,59 @@ describe("RunService", () => {
       expect(Either.isLeft(result) && result.left._tag).toBe("RunIdle")
       yield* until(() => node.stopped.length > 0)
       expect([node.stopped.length, (yield* registry.nodes)[0]?.inFlight, yield* runs.activeRuns]).toEqual([1, 0, 0])
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("whole answer: a producer waiting on one is not cut at idleTimeoutMs; its answer at 5 min completes the run", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const node = wholeNode("a", 300_000)
+      yield* registry.register(node.connection)
+      const handle = yield* runs.submit(request("m"))
+      const reader = yield* Effect.fork(Stream.runCollect(handle.events).pipe(Effect.either))
+      yield* TestClock.adjust("61 seconds")
+      expect(Option.isNone(yield* Fiber.poll(reader))).toBe(true)
+      yield* TestClock.adjust("239 seconds")
+      const result = yield* Fiber.join(reader)
+      expect(Either.isRight(result) && Chunk.toReadonlyArray(result.right).map((e) => e._tag)).toEqual(["Delta", "Complete"])
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("whole answer: runs.wholeAnswerTimeoutMs bounds the wait (RunIdle), and the run is stopped on its node", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const node = wholeNode("a", undefined)
+      yield* registry.register(node.connection)
+      const handle = yield* runs.submit(request("m"))
+      const reader = yield* Effect.fork(Stream.runCollect(handle.events).pipe(Effect.either))
+      // The default bound is 600 s; the watchdog wakes at least every idleTimeoutMs meanwhile.
+      for (let i = 0; i < 9; i++) yield* TestClock.adjust("60 seconds")
+      yield* TestClock.adjust("59999 millis")
+      expect([Option.isNone(yield* Fiber.poll(reader)), node.stopped.length]).toEqual([true, 0])
+      yield* TestClock.adjust("1 millis")
+      const result = yield* Fiber.join(reader)
+      expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "RunIdle", idleMs: 600_000 })
+      yield* until(() => node.stopped.length > 0)
+      expect([node.stopped.length, yield* runs.activeRuns]).toEqual([1, 0])
+    }).pipe(Effect.provide(RunPlane))
+  )
+
+  it.scoped("whole answer: once the producer streams after all (awaitWhole(false)), the idle bound applies from there", () =>
+    Effect.gen(function* () {
+      const registry = yield* NodeRegistry
+      const runs = yield* RunService
+      const node = wholeNode("a", undefined, 120_000)
+      yield* registry.register(node.connection)
+      const handle = yield* runs.submit(request("m"))
+      const reader = yield* Effect.fork(Stream.runCollect(handle.events).pipe(Effect.either))
+      yield* TestClock.adjust("120 seconds")
+      yield* TestClock.adjust("59999 millis")
+      expect(Option.isNone(yield* Fiber.poll(reader))).toBe(true)
+      yield* TestClock.adjust("1 millis")
+      const result = yield* Fiber.join(reader)
+      expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "RunIdle", idleMs: 60_000 })
     }).pipe(Effect.provide(RunPlane))
   )
 

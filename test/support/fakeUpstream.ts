@@ -18,7 +18,8 @@ export type Script =
     /** Send `data: [DONE]` at the end (default true). */
     readonly done?: boolean
   }
-  | { readonly kind: "json"; readonly status: number; readonly body: unknown }
+  /** A whole answer (or an error body); `delayMs`: nothing at all is sent before it (a whole answer computing). */
+  | { readonly kind: "json"; readonly status: number; readonly body: unknown; readonly delayMs?: number }
   /** Send the events, then nothing, keeping the connection open. */
   | { readonly kind: "stall"; readonly before?: ReadonlyArray<string | object> }
   /** Send the events, then reset the connection. */
@@ -92,6 +93,8 @@ export const playScript = async (
   onSelfClose: () => void = () => {}
 ): Promise<void> => {
   if (script.kind === "json") {
+    if ((script.delayMs ?? 0) > 0) await sleep(script.delayMs ?? 0)
+    if (res.destroyed) return
     res.writeHead(script.status, { "content-type": "application/json" }).end(JSON.stringify(script.body))
     return
   }

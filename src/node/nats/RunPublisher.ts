@@ -40,6 +40,8 @@ export const makePublisher = (
   let granted = start.window
   /** `accept()` was called and no message has told the edge yet. */
   let accepted = false
+  /** What `awaitWhole` said last, until a message tells the edge. */
+  let whole: boolean | undefined
   /** A message went: the edge knows the run was accepted (its first events imply it). */
   let told = false
   /** Batches emitted (this tick, or while out of credit), not published yet (the first as emitted, more joined). */
@@ -51,12 +53,13 @@ export const makePublisher = (
 
   const encode = (events: ReadonlyArray<RunEvent.RunEvent>, end: boolean): Uint8Array =>
     encodeRunEvents(
-      accepted || end
+      accepted || whole !== undefined || end
         ? {
           v: P.PROTOCOL_VERSION,
           runId: start.runId,
           seq,
           ...(accepted ? { accepted } : {}),
+          ...(whole !== undefined ? { whole } : {}),
           ...(end ? { end } : {}),
           events
         }
@@ -69,6 +72,7 @@ export const makePublisher = (
     seq += 1
     sent += data.length
     accepted = false
+    whole = undefined
     told = true
     return undefined
   }
@@ -111,7 +115,7 @@ export const makePublisher = (
 
   /** Publishes what waits, if the credit allows. */
   const flush = () => {
-    if (ended || (pending === undefined && !accepted) || !C.mayPublish(sent, granted)) return
+    if (ended || (pending === undefined && !accepted && whole === undefined) || !C.mayPublish(sent, granted)) return
     const error = publish(take(), false)
     if (error !== undefined) finish(error)
   }
@@ -155,6 +159,11 @@ export const makePublisher = (
     accept: () => {
       if (ended || told || accepted) return
       accepted = true
+      schedule()
+    },
+    awaitWhole: (waiting) => {
+      if (ended) return
+      whole = waiting
       schedule()
     },
     end: () => close(),

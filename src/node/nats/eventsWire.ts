@@ -100,6 +100,8 @@ export const decodeRunEvents = (bytes: Uint8Array): Decoded<RunEventsMsg> => {
   if (accepted !== undefined && typeof accepted !== "boolean") {
     return { _tag: "Invalid", message: "accepted: expected a boolean" }
   }
+  const whole = json["whole"]
+  if (whole !== undefined && typeof whole !== "boolean") return { _tag: "Invalid", message: "whole: expected a boolean" }
   const end = json["end"]
   if (end !== undefined && typeof end !== "boolean") return { _tag: "Invalid", message: "end: expected a boolean" }
   const events = json["events"]
@@ -114,10 +116,15 @@ export const decodeRunEvents = (bytes: Uint8Array): Decoded<RunEventsMsg> => {
     }
   }
   const value: RunEventsMsg = { v: PROTOCOL_VERSION, runId: RunId.make(runId), seq, events: checked }
-  if (accepted === undefined && end === undefined) return { _tag: "Ok", value }
+  if (accepted === undefined && whole === undefined && end === undefined) return { _tag: "Ok", value }
   return {
     _tag: "Ok",
-    value: { ...value, ...(accepted !== undefined ? { accepted } : {}), ...(end !== undefined ? { end } : {}) }
+    value: {
+      ...value,
+      ...(accepted !== undefined ? { accepted } : {}),
+      ...(whole !== undefined ? { whole } : {}),
+      ...(end !== undefined ? { end } : {})
+    }
   }
 }
 

@@ -15,8 +15,10 @@ import { SubjectToken } from "./BusConfig.js"
 /**
  * 2: a run-events message carries a batch (one provider read), not one event.
  * 3: credit-based flow control (RunStart's `window`, RunCredit); run-events messages say `accepted` and `end`.
+ * 4: the request's `wholeAnswer`; run-events messages say `whole` (the node's provider waits on a whole answer):
+ *    an edge of 3 would end such a run at its idle timeout, so the version tells them apart.
  */
-export const PROTOCOL_VERSION = 3
+export const PROTOCOL_VERSION = 4
 
 const V = Schema.Literal(PROTOCOL_VERSION)
 
@@ -69,6 +71,8 @@ export type RunReply = typeof RunReply.Type
  * One message of a run's events: a batch, in order; `seq` counts the run's messages (0, 1, 2, …). `accepted`:
  * the node's provider accepted the run (its upstream answered), before these events if any. `end`: the node
  * publishes nothing more for the run (its provider ended, failed or sent a terminal event, or it was stopped).
+ * `whole`: the node's provider waits on a whole answer, or no longer does (`RunSink.awaitWhole`), before these
+ * events if any.
  * Read and written by the hot-path codec in eventsWire.ts, held to this schema by a property test.
  */
 export const RunEventsMsg = Schema.Struct({
@@ -76,6 +80,7 @@ export const RunEventsMsg = Schema.Struct({
   runId: RunId,
   seq: Count,
   accepted: Schema.optional(Schema.Boolean),
+  whole: Schema.optional(Schema.Boolean),
   end: Schema.optional(Schema.Boolean),
   events: Schema.Array(RunEvent)
 })

@@ -51,7 +51,8 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
       dispatcher,
       origin: parsed.origin,
       path: parsed.pathname + parsed.search,
-      headers: requestHeaders(options)
+      headers: requestHeaders(options, "text/event-stream"),
+      wholeHeaders: requestHeaders(options, "application/json")
     }
     const initialState = Mapper.initial({ toolMode: options.toolMode, upstreamModel: options.upstreamModel })
     const bodyOptions = {
@@ -77,14 +78,15 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
           })
         }
         const body = JSON.stringify(toUpstreamBody(request, bodyOptions))
-        return onCloseSync(run.close).pipe(Effect.zipRight(Effect.sync(() => run.connect(target, body))))
+        const whole = request.wholeAnswer === true
+        return onCloseSync(run.close).pipe(Effect.zipRight(Effect.sync(() => run.connect(target, body, whole))))
       })
 
     return { start }
   })
 
-const requestHeaders = (options: Options): Record<string, string> => {
-  const headers: Record<string, string> = { accept: "text/event-stream" }
+const requestHeaders = (options: Options, accept: string): Record<string, string> => {
+  const headers: Record<string, string> = { accept }
   for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value
   headers["content-type"] = "application/json"
   if (options.apiKey !== undefined) headers["authorization"] = `Bearer ${Redacted.value(options.apiKey)}`

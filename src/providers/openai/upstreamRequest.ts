@@ -37,8 +37,9 @@ export const toUpstreamBody = (request: SubmitRunRequest, options: UpstreamReque
   const own = defined({
     model: options.upstreamModel,
     messages: options.toolMode === "native" ? request.messages.map(messageJson) : textModeMessages(request),
-    stream: true,
-    stream_options: { include_usage: true },
+    // A whole answer (JSON) when the caller takes it whole: cheaper to read, and its usage comes with it.
+    stream: request.wholeAnswer !== true,
+    stream_options: request.wholeAnswer === true ? undefined : { include_usage: true },
     temperature: s.temperature,
     top_p: s.topP,
     // The caller's field name: OpenAI's reasoning models take only `max_completion_tokens`.

@@ -4,8 +4,9 @@ import * as Predicate from "effect/Predicate"
 import { clip } from "../../common/clip.js"
 import * as RunEvent from "../../protocol/RunEvent.js"
 import type { RunSink } from "../../protocol/RunSink.js"
+import { fromCompletion } from "./fromCompletion.js"
 import * as Mapper from "./toRunEvents.js"
-import { makeUpstreamDecoder, type UpstreamDecoder } from "./upstreamSse.js"
+import { DEFAULT_MAX_EVENT_CHARS, makeUpstreamDecoder, type UpstreamDecoder } from "./upstreamSse.js"
 import { errorBodyCode, errorBodyMessage, retryAfterSeconds, scrubSecrets, upstreamText } from "./upstreamWire.js"
 
 /** Where a provider's requests go: one per configured model. */
@@ -14,6 +15,8 @@ export interface Target {
   readonly origin: string
   readonly path: string
   readonly headers: Readonly<Record<string, string>>
+  /** The same, asking for a whole answer (`accept: application/json`). */
+  readonly wholeHeaders: Readonly<Record<string, string>>
 }
 
 /** How much of an error answer's body is read for its message. */
@@ -34,7 +37,7 @@ const STREAMING = { stream: true } as const
  * dispatch handler's callbacks is a switch on it. The request's controller and
  * the run's sink stay outside: every state but `closed` may still need them.
  */
-type RunState = Connecting | Streaming | ErrorBody | Draining | Closed
+type RunState = Connecting | Streaming | WholeBody | ErrorBody | Draining | Closed
 
 /** Sent, no answer yet. `retried`: this is the one resend after a stale keep-alive connection. */
 interface Connecting {
@@ -48,6 +51,13 @@ interface Streaming {
   readonly text: TextDecoder
   readonly sse: UpstreamDecoder
   mapper: Mapper.MapperState
+}
+
+/** A 2xx whole answer (asked for with `stream: false`): its body is read to its end, then mapped at once. */
+interface WholeBody {
+  readonly _tag: "wholeBody"
+  readonly text: TextDecoder
+  body: string
 }
 
 /** A non-2xx answer: its body is read, up to `MAX_ERROR_BODY_CHARS`, for the run's `Failed` event. */
@@ -98,6 +108,8 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
   private controller: Undici.Dispatcher.DispatchController | undefined = undefined
   private dispatcher: Undici.Dispatcher | undefined = undefined
   private request: Undici.Dispatcher.DispatchOptions | undefined = undefined
+  /** The request asked for a whole answer (JSON), not a stream. */
+  private whole = false
 
   constructor(
     private readonly sink: RunSink,
@@ -108,14 +120,17 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
   ) {}
 
   /** Sends the request; everything after it happens in undici's callbacks, so a run has no fiber of its own. */
-  connect(target: Target, body: string): void {
+  connect(target: Target, body: string, whole: boolean): void {
     if (this.state._tag !== "connecting") return
+    this.whole = whole
     this.dispatcher = target.dispatcher
+    // Nothing comes back before the whole answer's end: the run's idle bound cannot see it computing.
+    if (whole) this.sink.awaitWhole?.(true)
     this.request = {
       origin: target.origin,
       path: target.path,
       method: "POST",
-      headers: target.headers,
+      headers: whole ? target.wholeHeaders : target.headers,
       body,
       headersTimeout: HEADERS_TIMEOUT_MS,
       bodyTimeout: 0
@@ -128,6 +143,7 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     switch (this.state._tag) {
       case "connecting":
       case "streaming":
+      case "wholeBody":
       case "errorBody":
         this.state = CLOSED
         // Before the request was sent there is no controller yet: `onRequestStart` aborts it.
@@ -161,7 +177,12 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
   ): void {
     if (this.state._tag !== "connecting") return
     if (statusCode >= 200 && statusCode < 300) {
-      this.state = { _tag: "streaming", text: new TextDecoder(), sse: makeUpstreamDecoder(), mapper: this.initialMapper }
+      // An upstream that streams anyway (it ignored `stream: false`) is read as the stream it is, idle bound and all.
+      const whole = this.whole && !isEventStream(headers["content-type"])
+      if (this.whole && !whole) this.sink.awaitWhole?.(false)
+      this.state = whole
+        ? { _tag: "wholeBody", text: new TextDecoder(), body: "" }
+        : { _tag: "streaming", text: new TextDecoder(), sse: makeUpstreamDecoder(), mapper: this.initialMapper }
       this.sink.accept()
     } else {
       const retryAfter = retryAfterSeconds(headers["retry-after"], headers["retry-after-ms"])
@@ -174,6 +195,13 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     switch (s._tag) {
       case "streaming":
         return this.deliver(s, s.sse.feed(s.text.decode(bytes, STREAMING)), false)
+      case "wholeBody":
+        s.body += s.text.decode(bytes, STREAMING)
+        if (s.body.length > DEFAULT_MAX_EVENT_CHARS) {
+          this.wholeAnswered([this.failed(`upstream sent an answer longer than ${DEFAULT_MAX_EVENT_CHARS} characters`)])
+          this.controller?.abort(readFailed())
+        }
+        return
       case "errorBody":
         s.body += s.text.decode(bytes, STREAMING)
         if (s.body.length >= MAX_ERROR_BODY_CHARS) this.errorAnswered(s, false)
@@ -193,6 +221,8 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     switch (s._tag) {
       case "streaming":
         return this.deliver(s, [Mapper.END], true)
+      case "wholeBody":
+        return this.wholeAnswered(this.scrubbedAll(fromCompletion(this.initialMapper, s.body + s.text.decode())))
       case "errorBody":
         return this.errorAnswered(s, true)
       case "draining":
@@ -211,6 +241,8 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
         return this.unanswered(s, error)
       case "streaming":
         return this.deliver(s, [transportFailed(`upstream stream broke: ${describeError(error)}`)], true)
+      case "wholeBody":
+        return this.wholeAnswered([this.failed(`upstream answer broke: ${describeError(error)}`)])
       case "errorBody":
         // As much of the error answer as was read.
         return this.errorAnswered(s, true)
@@ -260,6 +292,19 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     if (events !== undefined) this.sink.emit(events)
     this.sink.end()
     if (!over && !drain) this.controller?.abort(readFailed())
+  }
+
+  /** A whole answer's events (its terminal last), or its failure: the run is over, nothing is left to read. */
+  private wholeAnswered(events: ReadonlyArray<RunEvent.RunEvent>): void {
+    this.state = CLOSED
+    this.sink.emit(events)
+    this.sink.end()
+  }
+
+  /** `events` with a last `Failed` (quoting upstream text) scrubbed and clipped. */
+  private scrubbedAll(events: ReadonlyArray<RunEvent.RunEvent>): ReadonlyArray<RunEvent.RunEvent> {
+    const last = events[events.length - 1]
+    return last?._tag === "Failed" ? this.scrubbed(events, last) : events
   }
 
   // The end of an error answer's body, or as much of it as was read: its status, code, message and Retry-After.
@@ -334,6 +379,9 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     return message === last.message ? events : [...events.slice(0, -1), RunEvent.failed(message, last.upstream)]
   }
 }
+
+const isEventStream = (contentType: string | ReadonlyArray<string> | undefined): boolean =>
+  (typeof contentType === "string" ? contentType : contentType?.[0] ?? "").toLowerCase().startsWith("text/event-stream")
 
 const transportFailed = (message: string): Mapper.StreamInput => ({ _tag: "TransportFailed", message })
 

@@ -155,6 +155,7 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
         const next = P.accept(seq, m.seq)
         if (next._tag !== "Ok") return endWith(P.describeSeqError(next))
         seq = next.state
+        if (m.whole !== undefined) sink.awaitWhole?.(m.whole)
         if (m.accepted === true) sink.accept()
         const events = m.events
         // Noted, never acted on: the run's channel stops at its terminal event.

@@ -343,7 +343,7 @@ describe("Messages request: translation", () => {
       messages: [{ role: "system", content: "sys" }, { role: "user", content: "hi" }],
       max_tokens: 77,
       stop: ["\n\nHuman:"],
-      stream_options: { include_usage: true },
+      stream: false,
       tools: [{ type: "function", function: { name: "Bash", parameters: { type: "object" } } }],
       tool_choice: "required",
       parallel_tool_calls: false

@@ -54,7 +54,7 @@ describe("Messages API through @anthropic-ai/sdk", () => {
         model: "model",
         messages: [{ role: "system", content: "be brief" }, { role: "user", content: "hi" }],
         max_tokens: 64,
-        stream_options: { include_usage: true }
+        stream: false
       })
       const metrics = yield* Effect.promise(() => fetch(`${edge.url}/metrics`).then((r) => r.text()))
       expect(metrics).toMatch(/iop_chat_requests_total\{api="messages",model="model",stream="false",outcome="[a-z_]+"\} 1/)

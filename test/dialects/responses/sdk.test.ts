@@ -65,7 +65,7 @@ describe("Responses API through the openai SDK", () => {
       expect(edge.upstreamBodies()[0]).toMatchObject({
         messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "hi" }],
         max_completion_tokens: 50,
-        stream_options: { include_usage: true }
+        stream: false
       })
       // Counted under the Responses API, its usage too (labelled by the model's id, not the alias).
       const metrics = yield* Effect.promise(() => fetch(`${edge.url}/metrics`).then((r) => r.text()))

@@ -141,11 +141,12 @@ describe("protocol", () => {
 
   it("another protocol version is rejected whole, not half-read", () => {
     const msg = { runId: "r", seq: 0, events: [{ _tag: "Delta", text: "x" }] }
-    expect(P.PROTOCOL_VERSION).toBe(3)
-    expect(decodeRunEvents(bytes({ ...msg, v: 4 }))).toEqual({ _tag: "UnsupportedVersion", version: 4 })
+    expect(P.PROTOCOL_VERSION).toBe(4)
+    expect(decodeRunEvents(bytes({ ...msg, v: 5 }))).toEqual({ _tag: "UnsupportedVersion", version: 5 })
     expect(decodeRunEvents(bytes(msg))).toEqual({ _tag: "UnsupportedVersion", version: undefined })
     expect(decodeRunEvents(bytes({ ...msg, v: "3" }))._tag).toBe("UnsupportedVersion")
-    expect(decodeRunEvents(bytes({ ...msg, v: 3 }))._tag).toBe("Ok")
+    expect(decodeRunEvents(bytes({ ...msg, v: 3 }))._tag).toBe("UnsupportedVersion")
+    expect(decodeRunEvents(bytes({ ...msg, v: 4 }))._tag).toBe("Ok")
     // A version 2 node's message (no credit: it would flood a stalled edge) is refused as such.
     const v2 = decodeRunEvents(bytes({ ...msg, v: 2 }))
     expect(v2).toEqual({ _tag: "UnsupportedVersion", version: 2 })
