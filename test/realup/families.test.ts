@@ -139,7 +139,8 @@ describe.concurrent("cut off by max_tokens", () => {
       expect(family.markup.startsWith(out.content)).toBe(true)
     } else {
       expect(noMarkers(family, out)).toEqual([])
-      if (family.id !== "harmony") expect(out.content).toBe(family.prose)
+      // The grammar may spell the prose in more tokens than counted: then the cut falls in the prose itself.
+      if (family.id !== "harmony") expect(family.prose.startsWith(out.content)).toBe(true)
     }
   })
 })
