@@ -75,7 +75,8 @@ export const modelOptionsFields = {
   tools: Schema.optionalWith(ToolMode, { default: () => "native" as const }),
   /**
    * Text tool-call formats parsed out of this model's output (default: all). `"auto"`: the ones its upstream's chat
-   * template teaches, read by its node when it starts (all when there is no template to read).
+   * template teaches, read by its node when it starts and when it reconnects to the bus (all when there is
+   * no template to read).
    */
   toolFormats: Schema.optionalWith(Schema.Union(Schema.Literal("auto"), Schema.Array(Schema.Literal(...TEXT_FORMATS))), {
     default: () => TEXT_FORMATS

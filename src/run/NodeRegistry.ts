@@ -53,8 +53,9 @@ export interface NodeLease {
 
 /** One registered node. Mutable, owned by the registry: every change is synchronous. */
 interface Entry {
-  readonly node: NodeConnection
-  readonly ids: ReadonlySet<string>
+  /** Replaced by `update` when the node's models change (its slots and watchers stay). */
+  node: NodeConnection
+  ids: ReadonlySet<string>
   inFlight: number
   readonly watchers: Set<() => void>
 }
@@ -63,6 +64,11 @@ export declare namespace NodeRegistry {
   export interface Service {
     /** Adds a node until the scope closes; its runs fail with `node disconnected` when it leaves. */
     readonly register: (node: NodeConnection) => Effect.Effect<void, never, Scope.Scope>
+    /**
+     * A registered node's models changed (a node re-read its upstream's chat template): the catalogue follows,
+     * its runs and slots are untouched. A node not registered is ignored.
+     */
+    readonly update: (node: NodeConnection) => Effect.Effect<void>
     /** Takes a slot on the least-busy live node serving `model` (not in `exclude`), released when the scope closes. */
     readonly acquire: (
       model: string,
@@ -183,8 +189,18 @@ export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* ()
       })
     )
 
+  const update = (node: NodeConnection) =>
+    Effect.sync(() => {
+      const entry = entries.get(node.id)
+      if (entry === undefined) return
+      entry.node = node
+      entry.ids = new Set(node.models.map((m) => m.id))
+      remember(node.models)
+    })
+
   return {
     register,
+    update,
     acquire,
     nodes: Effect.sync(() => Array.from(entries.values(), status)),
     findModel: (name) => {

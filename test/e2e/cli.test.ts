@@ -19,7 +19,7 @@ const modelIds = async (edge: EdgeProcess): Promise<Array<string>> => {
   return (await client.models.list()).data.map((m) => m.id)
 }
 
-const layerEchoModel = (id: string) => ({ id, provider: { type: "echo", tokenDelayMs: 0 } })
+const echoModelConfig = (id: string) => ({ id, provider: { type: "echo", tokenDelayMs: 0 } })
 
 /** The example config of the contract, verbatim. */
 const CONTRACT_EXAMPLE = {
@@ -53,7 +53,7 @@ describe.concurrent("iop edge command line", () => {
     (envEdge ??= (async () => {
       const port = await freePort()
       const edge = await startEdge({
-        config: { server: { host: "192.0.2.1", port: 1 }, models: [layerEchoModel("from-env-file")] },
+        config: { server: { host: "192.0.2.1", port: 1 }, models: [echoModelConfig("from-env-file")] },
         configVia: "env",
         args: ["--host", "127.0.0.1", "--port", String(port)]
       })
@@ -72,8 +72,8 @@ describe.concurrent("iop edge command line", () => {
   })
 
   it("--config wins over IOP_CONFIG", async () => {
-    const envFile = writeTempFile({ models: [layerEchoModel("env-model")] })
-    const edge = started(await startEdge({ config: { models: [layerEchoModel("flag-model")] }, env: { IOP_CONFIG: envFile } }))
+    const envFile = writeTempFile({ models: [echoModelConfig("env-model")] })
+    const edge = started(await startEdge({ config: { models: [echoModelConfig("flag-model")] }, env: { IOP_CONFIG: envFile } }))
     expect(await modelIds(edge)).toEqual(["flag-model"])
   })
 

@@ -58,7 +58,7 @@ const nodeConfig = (nats: NatsServer, id: string, models: ReadonlyArray<object>,
 
 const edgeConfig = (nats: NatsServer) => ({ bus: busOf(nats), models: [] })
 
-const layerEchoModel = (id: string, tokenDelayMs = 0) => ({ id, provider: { type: "echo", tokenDelayMs } })
+const echoModelConfig = (id: string, tokenDelayMs = 0) => ({ id, provider: { type: "echo", tokenDelayMs } })
 const upModel = (id: string, upstream: { readonly url: string }) => ({ id, provider: { type: "openai", baseUrl: upstream.url, model: FAKE_MODEL } })
 
 const modelIds = async (edge: EdgeProcess): Promise<Array<string>> => {
@@ -164,7 +164,7 @@ const sharedNode = () =>
       if (text.startsWith("slow")) return stallAfter(["t0 ", "t1 "])
       return { kind: "sse", events: textStream(["Hello", ", ", "world"], { usage: completionTokens(5, 3) }) }
     })
-    const models = [layerEchoModel("echo", 0), upModel("up", upstream), layerEchoModel("load-echo", 5), layerEchoModel("survivor-echo", 30)]
+    const models = [echoModelConfig("echo", 0), upModel("up", upstream), echoModelConfig("load-echo", 5), echoModelConfig("survivor-echo", 30)]
     return { node: await startNode(nodeConfig(nats, "gpu-1", models, LOAD_MAX)), upstream }
   })())
 
@@ -278,7 +278,7 @@ describe("a node killed mid-run (SIGKILL)", () => {
   let node: NodeProcess
 
   beforeAll(async () => {
-    node = await startNode(nodeConfig(nats, "doomed", [layerEchoModel("doomed-echo", 50)]))
+    node = await startNode(nodeConfig(nats, "doomed", [echoModelConfig("doomed-echo", 50)]))
     await waitForModels(edge, ["doomed-echo"])
   })
   afterAll(async () => {
@@ -372,7 +372,7 @@ describe("two edges × three nodes, 200 concurrent streams", () => {
   let edges: Array<EdgeProcess> = []
 
   beforeAll(async () => {
-    own = await Promise.all(IDS.slice(1).map((id) => startNode(nodeConfig(nats, id, [layerEchoModel("load-echo", 5)], MAX))))
+    own = await Promise.all(IDS.slice(1).map((id) => startNode(nodeConfig(nats, id, [echoModelConfig("load-echo", 5)], MAX))))
     nodes = [(await sharedNode()).node, ...own]
     edges = [edge, await secondEdge()]
     for (const e of edges) {

@@ -80,6 +80,8 @@ export declare namespace NatsConnection {
       onError: (error: BusError) => void
     ) => Effect.Effect<void, BusError, Scope.Scope>
     readonly flush: Effect.Effect<void, BusError>
+    /** Calls `f` each time the client reconnects to the bus, until the scope closes. */
+    readonly onReconnect: (f: () => void) => Effect.Effect<void, never, Scope.Scope>
   }
 }
 
@@ -160,10 +162,12 @@ export const make = (
     )
     // Iterated by hand: Stream.fromAsyncIterable's release awaits `return()`, which waits for the pending `next()`.
     const statuses = client.status()[Symbol.asyncIterator]()
+    const reconnected = new Set<() => void>()
     yield* Effect.tryPromise(() => statuses.next()).pipe(
       Effect.flatMap((r) => {
         if (r.done === true) return Effect.fail("closed")
         const s = r.value
+        if (s.type === "reconnect") for (const f of reconnected) f()
         return s.type === "disconnect" || s.type === "reconnect"
           ? Effect.logInfo(`NATS ${s.type}`).pipe(Effect.annotateLogs({ server: s.server }))
           : Effect.void
@@ -268,7 +272,9 @@ export const make = (
       publishEncoded,
       subscribe,
       subscribeCallback,
-      flush
+      flush,
+      onReconnect: (f) =>
+        Effect.acquireRelease(Effect.sync(() => reconnected.add(f)), () => Effect.sync(() => reconnected.delete(f)))
     } satisfies NatsConnection.Service
   })
 

@@ -14,6 +14,7 @@ import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
+import type { ModelOptions } from "../../protocol/ModelOptions.js"
 import type { ModelConfig } from "../ModelConfig.js"
 import * as Node from "../Node.js"
 import * as RunEvent from "../../protocol/RunEvent.js"
@@ -34,6 +35,11 @@ export interface ServeOptions {
   readonly models: ReadonlyArray<ModelConfig>
   /** On shutdown, how long runs may go on before they are cancelled (default 10 s). */
   readonly drainTimeoutMs?: number
+  /**
+   * The models' options read anew (`toolFormats: "auto"` from the upstream's chat template), on each reconnect to
+   * the bus: a node whose upstream changed model tells its edges so.
+   */
+  readonly refreshModels?: Effect.Effect<ReadonlyArray<ModelOptions>>
 }
 
 interface ActiveRun {
@@ -88,10 +94,13 @@ export const serve = (
     const instanceId = randomBytes(8).toString("base64url")
     const served = new Set(node.models.map((m) => m.id))
     // As the node serves them: its `"auto"` tool formats already read from the upstream's template.
-    const resolved = new Map(node.models.map((m) => [m.id, m.toolFormats]))
-    const announced = options.models.filter((m) => served.has(m.id)).map((m) =>
-      P.publicModel({ ...m, toolFormats: resolved.get(m.id) ?? m.toolFormats })
-    )
+    const announcedFor = (models: ReadonlyArray<ModelOptions>) => {
+      const resolved = new Map(models.map((m) => [m.id, m.toolFormats]))
+      return options.models.filter((m) => served.has(m.id)).map((m) =>
+        P.publicModel({ ...m, toolFormats: resolved.get(m.id) ?? m.toolFormats })
+      )
+    }
+    let announced = announcedFor(node.models)
     const max = node.maxConcurrentRuns
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const clock = yield* Effect.clock
@@ -246,6 +255,16 @@ export const serve = (
     )
     const tick = Duration.millis(Math.max(10, Math.floor(timeoutMs / 3)))
     const announcer = yield* announce.pipe(Effect.repeat(Schedule.spaced(tick)), Effect.forkScoped)
+    const refresh = options.refreshModels
+    if (refresh !== undefined) {
+      // Read anew in a fiber of its own (an upstream may take seconds to answer), then told at once.
+      yield* bus.onReconnect(() => {
+        runFork(Effect.flatMap(refresh, (models) => Effect.suspend(() => {
+          announced = announcedFor(models)
+          return announce
+        })))
+      })
+    }
     yield* watchEdges.pipe(Effect.repeat(Schedule.spaced(tick)), Effect.forkScoped)
 
     const waitForRuns = (ms: number) =>
@@ -304,10 +323,12 @@ export const layer = (options: {
         models: yield* Node.servedFromConfig(options.models),
         maxConcurrentRuns: options.node.maxConcurrentRuns
       })
+      const dispatcher = yield* Effect.context<NodeHttpClient.Dispatcher>()
       yield* serve(node, {
         bus: options.bus,
         nodeId,
         models: options.models,
+        refreshModels: Effect.forEach(options.models, Node.resolveToolFormats).pipe(Effect.provide(dispatcher)),
         ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})
       })
     })

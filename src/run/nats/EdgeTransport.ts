@@ -234,6 +234,10 @@ interface Known {
   readonly scope: Scope.CloseableScope
 }
 
+/** Announced model lists compared by value (announcements are decoded anew each time). */
+const sameModels = (a: ReadonlyArray<unknown>, b: ReadonlyArray<unknown>): boolean =>
+  a.length === b.length && JSON.stringify(a) === JSON.stringify(b)
+
 export const newEdgeId = (): string => `edge_${randomBytes(8).toString("base64url")}`
 
 /**
@@ -286,6 +290,11 @@ export const discover = (
           const now = yield* Clock.currentTimeMillis
           const prev = m.get(a.nodeId)
           if (prev !== undefined && prev.instanceId === a.instanceId) {
+            // The same node with other model options (it re-read its upstream's chat template): the catalogue follows.
+            if (!sameModels(prev.announce.models, a.models)) {
+              yield* registry.update(connection(a))
+              yield* Effect.logInfo("node models changed").pipe(Effect.annotateLogs({ nodeId: a.nodeId }))
+            }
             return new Map(m).set(a.nodeId, { ...prev, lastSeen: now, announce: a })
           }
           // A restarted node lost the runs of its previous life: fail them now.

@@ -2,6 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Node from "../../../src/node/Node.js"
+import { NodeId } from "../../../src/protocol/RunEvent.js"
 import { fromStream } from "../../../src/providers/Provider.js"
 import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import {
@@ -17,7 +20,8 @@ import {
   serveNode,
   startRun,
   waitFor,
-  natsServerForFile
+  natsServerForFile,
+  echoModelConfig
 } from "./harness.js"
 
 const server = natsServerForFile()
@@ -81,5 +85,26 @@ describe("NATS transport failures", () => {
       const again = yield* Effect.scoped(startRun(edge, request("back again")).pipe(Effect.tap((r) => r.sink.done)))
       expect(deltaText(again.sink.events)).toBe("back again")
       expect(again.sink.events.at(-1)?._tag).toBe("Complete")
+    }))
+
+  it.scopedLive("a node re-reads its models' options when it reconnects to the bus, and its edges follow", () =>
+    Effect.gen(function* () {
+      const bus = busConfig(server.url())
+      const model = echoModelConfig(0)
+      const served = yield* Node.servedFromConfig([model]).pipe(Effect.provide(NodeHttpClient.dispatcherLayer))
+      const node = Node.make({ id: NodeId.make("n1"), models: served, maxConcurrentRuns: 4 })
+      // What `toolFormats: "auto"` would read from an upstream whose model was swapped while the bus was down.
+      let reads = 0
+      const refreshModels = Effect.sync(() => {
+        reads += 1
+        return [{ ...model, toolFormats: ["minimax_m2" as const] }]
+      })
+      yield* serveNode(bus, node, { models: [model], refreshModels })
+      const edge = yield* makeEdge(bus, "e1")
+      yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
+      expect(edge.registry.findModel("echo")?.toolFormats).toEqual(model.toolFormats)
+      yield* Effect.promise(() => server.restart(200))
+      yield* waitFor(Effect.sync(() => edge.registry.findModel("echo")?.toolFormats), (f) => f?.[0] === "minimax_m2")
+      expect(reads).toBeGreaterThanOrEqual(1)
     }))
 })

@@ -50,7 +50,7 @@ export const busConfig = (url: string, options: { readonly nodeTimeoutMs?: numbe
 
 const tuning: NatsBus.ClientTuning = { reconnectTimeWaitMs: 100 }
 
-export const layerEchoModel = (tokenDelayMs: number, id = "echo"): ModelConfig =>
+export const echoModelConfig = (tokenDelayMs: number, id = "echo"): ModelConfig =>
   Schema.decodeUnknownSync(ModelConfig)({ id, provider: { type: "echo", tokenDelayMs } })
 
 export const request = (text: string, model = "echo"): SubmitRunRequest => ({
@@ -198,7 +198,11 @@ export const nodeOf = (id: string, providers: Readonly<Record<string, Provider>>
 export const serveNode = (
   bus: NatsBus.BusConfig,
   node: Node.Node,
-  options: { readonly models?: ReadonlyArray<ModelConfig>; readonly drainTimeoutMs?: number } = {}
+  options: {
+    readonly models?: ReadonlyArray<ModelConfig>
+    readonly drainTimeoutMs?: number
+    readonly refreshModels?: NodeServer.ServeOptions["refreshModels"]
+  } = {}
 ) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
@@ -207,8 +211,9 @@ export const serveNode = (
     yield* NodeServer.serve(node, {
       bus,
       nodeId: node.id,
-      models: options.models ?? node.models.map((m) => layerEchoModel(0, m.id)),
-      ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})
+      models: options.models ?? node.models.map((m) => echoModelConfig(0, m.id)),
+      ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {}),
+      ...(options.refreshModels !== undefined ? { refreshModels: options.refreshModels } : {})
     }).pipe(Effect.provideService(NatsBus.NatsConnection, conn), Scope.extend(scope))
     return { node, conn, scope }
   })
@@ -220,7 +225,7 @@ export const makeNode = (
   options: { readonly maxConcurrentRuns?: number; readonly tokenDelayMs?: number; readonly drainTimeoutMs?: number } = {}
 ) =>
   Effect.gen(function* () {
-    const model = layerEchoModel(options.tokenDelayMs ?? 0)
+    const model = echoModelConfig(options.tokenDelayMs ?? 0)
     const models = yield* Node.servedFromConfig([model]).pipe(Effect.provide(NodeHttpClient.dispatcherLayer))
     const node = Node.make({ id: NodeId.make(id), models, maxConcurrentRuns: options.maxConcurrentRuns ?? 4 })
     return yield* serveNode(bus, node, {

@@ -9,7 +9,7 @@ import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import { NodeId, RunId } from "../../../src/protocol/RunEvent.js"
 import { decodeRunEvents, encodeRunEvents } from "../../../src/node/nats/eventsWire.js"
 import * as P from "../../../src/node/nats/protocol.js"
-import { layerEchoModel, request } from "./harness.js"
+import { echoModelConfig, request } from "./harness.js"
 
 const bytes = (json: unknown) => new TextEncoder().encode(JSON.stringify(json))
 const roundTrip = <A>(encode: (a: A) => Either.Either<Uint8Array, string>, decode: (b: Uint8Array) => P.Decoded<A>, a: A) =>
@@ -29,7 +29,7 @@ describe("protocol", () => {
       v: P.PROTOCOL_VERSION,
       nodeId: NodeId.make("gpu-1"),
       instanceId: "i1",
-      models: [layerEchoModel(5), P.publicModel(upstream)],
+      models: [echoModelConfig(5), P.publicModel(upstream)],
       maxConcurrentRuns: 8,
       inFlight: 3,
       draining: false

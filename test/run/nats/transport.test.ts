@@ -2,7 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import { ModelConfig } from "../../../src/node/ModelConfig.js"
 import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import { NodeId, RunId } from "../../../src/protocol/RunEvent.js"
 import * as EdgeTransport from "../../../src/run/nats/EdgeTransport.js"
@@ -64,6 +66,28 @@ describe("NATS transport", () => {
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 0)
       expect(edge.registry.findModel("echo")).toBeUndefined()
       expect(edge.registry.wasServed("echo")).toBe(true)
+    }))
+
+  it.scopedLive("a node whose models changed (same instance: it re-read its template) updates the edge's catalogue", () =>
+    Effect.gen(function* () {
+      const bus = busConfig(server.url())
+      const edge = yield* makeEdge(bus, "e1")
+      const S = P.subjects(edge.conn.subjectPrefix)
+      const announce = (toolFormats: ReadonlyArray<string>) =>
+        edge.conn.publishEncoded(S.announce, P.encode.announce, {
+          v: P.PROTOCOL_VERSION,
+          nodeId: NodeId.make("tmpl"),
+          instanceId: "one-life",
+          models: [Schema.decodeUnknownSync(ModelConfig)({ id: "m", toolFormats, provider: { type: "echo" } })],
+          maxConcurrentRuns: 1,
+          inFlight: 0,
+          draining: false
+        })
+      yield* announce(["xml"])
+      yield* waitFor(Effect.sync(() => edge.registry.findModel("m")?.toolFormats), (f) => f?.[0] === "xml")
+      yield* announce(["minimax_m2", "bare_json"])
+      yield* waitFor(Effect.sync(() => edge.registry.findModel("m")?.toolFormats), (f) => f?.[0] === "minimax_m2")
+      expect((yield* edge.registry.nodes).map((n) => n.id)).toEqual(["tmpl"])
     }))
 
   it.scopedLive("least busy: two runs go to two nodes", () =>
