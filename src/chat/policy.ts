@@ -1,4 +1,4 @@
-import { type ModelOptions, TEXT_FORMATS } from "../protocol/ModelOptions.js"
+import { DEFAULT_TEXT_FORMATS, type ModelOptions } from "../protocol/ModelOptions.js"
 import { DEFAULT_SENTINELS } from "./filters/sentinel.js"
 import type { TextFormat } from "./toolcalls/types.js"
 
@@ -58,6 +58,6 @@ export const outputPolicy = (
     implicitThink: model.reasoning.implicitOpen,
     sentinels: sentinelsFor(model),
     // Its node reads "auto" from the upstream's template; a model that never had one to read parses them all.
-    toolFormats: model.toolFormats === "auto" ? TEXT_FORMATS : model.toolFormats
+    toolFormats: model.toolFormats === "auto" ? DEFAULT_TEXT_FORMATS : model.toolFormats
   }
 }

@@ -1,7 +1,7 @@
 import { clipJoin } from "../common/clip.js"
 import type { Failed, RunEvent, TokenLogprob, Usage } from "../protocol/RunEvent.js"
 import { type RunOutcomeError, RunFailed, ToolValidationFailed, UpstreamRejected } from "./errors.js"
-import * as Harmony from "./filters/harmony.js"
+import * as Structure from "./filters/structure.js"
 import * as Holdback from "./filters/holdback.js"
 import * as Sentinel from "./filters/sentinel.js"
 import * as Think from "./filters/think.js"
@@ -42,8 +42,8 @@ export const initial = (config: SessionConfig): Session => ({
   contentSentinel: Sentinel.initial(config.policy.sentinels),
   reasoningSentinel: Sentinel.initial(config.policy.sentinels),
   think: Think.initial({ implicitOpen: config.policy.implicitThink }),
-  harmony: config.policy.toolFormats.includes("harmony") ? Harmony.initial : undefined,
-  harmonyEntries: undefined,
+  structure: Structure.initial(config.policy.toolFormats),
+  structureEntries: undefined,
   toolText:
     config.tools.length > 0
       ? Holdback.initial({ formats: config.policy.toolFormats, tools: config.tools })
@@ -69,9 +69,9 @@ export const step = (session: Session, input: SessionInput): readonly [Session, 
   switch (input._tag) {
     case "Delta": {
       const out: Array<Emission> = []
-      const next = session.harmony === undefined
+      const next = session.structure === undefined
         ? content(session, input.text, out, input.logprobs)
-        : harmony(session, session.harmony, input.text, out, input.logprobs)
+        : structured(session, session.structure, input.text, out, input.logprobs)
       return [next, out]
     }
     case "ReasoningDelta": {
@@ -141,35 +141,36 @@ const close = (
 }
 
 /**
- * Raw content while it may be harmony. Undecided, the filter holds the text (and the session its logprobs); not
- * harmony, the text goes on as content with them; harmony, its channels are routed here and its markers dropped.
+ * Raw content while the answer may be a list of messages (harmony, Functionary v3.2). Undecided, the filter holds
+ * the text (and the session its logprobs); not that structure, the text goes on as content with them; that
+ * structure, its messages are routed here and its markers dropped.
  */
-const harmony = (
+const structured = (
   s: Open,
-  state: Harmony.HarmonyState,
+  state: Structure.Structure,
   raw: string,
   out: Array<Emission>,
   entries?: ReadonlyArray<TokenLogprob>
 ): Open => {
-  const [next, parts] = Harmony.append(state, raw)
-  return harmonyParts(s, next, Harmony.engaged(next), parts, out, entries)
+  const [next, parts] = Structure.append(state, raw)
+  return structureParts(s, next, Structure.engaged(next), parts, out, entries)
 }
 
-const harmonyParts = (
+const structureParts = (
   s: Open,
-  state: Harmony.HarmonyState | undefined,
+  state: Structure.Structure | undefined,
   engaged: boolean,
-  parts: ReadonlyArray<Harmony.HarmonyOutput>,
+  parts: ReadonlyArray<Structure.StructureOutput>,
   out: Array<Emission>,
   entries?: ReadonlyArray<TokenLogprob>
 ): Open => {
-  const held = entries === undefined ? s.harmonyEntries : [...(s.harmonyEntries ?? []), ...entries]
-  if (state?._tag === "Leading") return { ...s, harmony: state, harmonyEntries: held }
+  const held = entries === undefined ? s.structureEntries : [...(s.structureEntries ?? []), ...entries]
+  if (state !== undefined && Structure.undecided(state)) return { ...s, structure: state, structureEntries: held }
   if (!engaged) {
     const text = parts.map((p) => (p._tag === "Content" ? p.text : "")).join("")
-    return content({ ...s, harmony: undefined, harmonyEntries: undefined }, text, out, held)
+    return content({ ...s, structure: undefined, structureEntries: undefined }, text, out, held)
   }
-  let next: Open = { ...s, harmony: state, harmonyEntries: undefined }
+  let next: Open = { ...s, structure: state, structureEntries: undefined }
   for (const part of parts) {
     if (part._tag === "Content") next = content(next, part.text, out)
     else if (part._tag === "Reasoning") {
@@ -250,7 +251,9 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   // Markup cut off by the token limit is not malformed: the answer ends with `length`, the partial markup unshown.
   const cutOff = complete.finishReason === "length"
   let s = start
-  if (s.harmony !== undefined) s = harmonyParts(s, undefined, Harmony.engaged(s.harmony), Harmony.flush(s.harmony), out)
+  if (s.structure !== undefined) {
+    s = structureParts(s, undefined, Structure.engaged(s.structure), Structure.flush(s.structure, cutOff), out)
+  }
   const tail = Sentinel.flush(s.contentSentinel)
   if (s.logprobs !== undefined) s = { ...s, logprobs: Logprobs.passed(s.logprobs, tail.length) }
   if (tail !== "") {

@@ -1,7 +1,7 @@
 /** The session's data: what goes in, what comes out, its state and its summary (session.ts is the reducer). */
 import type { RunEvent, TokenLogprob, Usage } from "../protocol/RunEvent.js"
 import type { RunOutcomeError } from "./errors.js"
-import type * as Harmony from "./filters/harmony.js"
+import type * as Structure from "./filters/structure.js"
 import type * as Holdback from "./filters/holdback.js"
 import type * as Sentinel from "./filters/sentinel.js"
 import type * as Think from "./filters/think.js"
@@ -69,11 +69,12 @@ export interface Open {
   readonly reasoningSentinel: Sentinel.SentinelState
   readonly think: Think.ThinkState
   /**
-   * Until the response is known not to be harmony (gpt-oss): its channels are reasoning, content and calls.
-   * `harmonyEntries`: the logprobs of text it holds while undecided (a harmony response has none).
+   * Until the answer is known not to be a list of messages (harmony, Functionary v3.2): their messages are
+   * reasoning, content and calls. `structureEntries`: the logprobs of text it holds while undecided (such an
+   * answer has none).
    */
-  readonly harmony: Harmony.HarmonyState | undefined
-  readonly harmonyEntries: ReadonlyArray<TokenLogprob> | undefined
+  readonly structure: Structure.Structure | undefined
+  readonly structureEntries: ReadonlyArray<TokenLogprob> | undefined
   /** Present while the request has tools: text tool-call markup is parsed, never shown. */
   readonly toolText: Holdback.ToolTextState | undefined
   readonly textCalls: ReadonlyArray<ParsedToolCall>

@@ -1,7 +1,7 @@
 import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { type ModelOptions, TEXT_FORMATS } from "../protocol/ModelOptions.js"
+import { DEFAULT_TEXT_FORMATS, type ModelOptions } from "../protocol/ModelOptions.js"
 import { formatsOfTemplate } from "../protocol/templateFormats.js"
 import { fetchChatTemplate } from "../providers/openai/chatTemplate.js"
 import type { ModelConfig } from "./ModelConfig.js"
@@ -70,7 +70,7 @@ export const resolveToolFormats = (model: ModelConfig): Effect.Effect<ModelConfi
       : Effect.logInfo(
         text === undefined ? "no chat template from the upstream: every tool format" : "chat template not recognised: every tool format"
       ).pipe(Effect.annotateLogs({ model: model.id }))
-    return Effect.as(log, { ...model, toolFormats: taught ?? TEXT_FORMATS })
+    return Effect.as(log, { ...model, toolFormats: taught ?? DEFAULT_TEXT_FORMATS })
   })
 }
 

@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 /** The text tool-call formats the edge understands. */
 export const TEXT_FORMATS = [
   "harmony",
+  "functionary_v32",
   "xml",
   "mustache",
   "qwen3_xml",
@@ -38,6 +39,12 @@ export const TEXT_FORMATS = [
   "gemma4"
 ] as const
 export type TextFormat = (typeof TEXT_FORMATS)[number]
+
+/**
+ * The formats active with no `toolFormats`: all but Functionary v3.2, whose first message has no marker to know it
+ * by (it is on when named, or when `"auto"` reads it from the model's template).
+ */
+export const DEFAULT_TEXT_FORMATS: ReadonlyArray<TextFormat> = TEXT_FORMATS.filter((f) => f !== "functionary_v32")
 
 /** How a model is given tools: the upstream's native `tools`, or described in the prompt and parsed out of the text. */
 export const ToolMode = Schema.Literal("native", "text")
@@ -79,7 +86,7 @@ export const modelOptionsFields = {
    * no template to read).
    */
   toolFormats: Schema.optionalWith(Schema.Union(Schema.Literal("auto"), Schema.Array(Schema.Literal(...TEXT_FORMATS))), {
-    default: () => TEXT_FORMATS
+    default: () => DEFAULT_TEXT_FORMATS
   }),
   output: Schema.optionalWith(OutputConfig, { default: () => OutputConfig.make({}) }),
   reasoning: Schema.optionalWith(ReasoningConfig, { default: () => ReasoningConfig.make({}) }),

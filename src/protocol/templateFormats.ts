@@ -7,6 +7,7 @@ import { TEXT_FORMATS, type TextFormat } from "./ModelOptions.js"
  */
 const SIGNATURES: Readonly<Record<TextFormat, ReadonlyArray<ReadonlyArray<string>>>> = {
   harmony: [["<|channel|>", "<|message|>"]],
+  functionary_v32: [[">>>${recipient}"], ["recipient==all"]],
   // The formats that share `<tool_call>` are told apart by their bodies: any of them keeps all of them.
   xml: [["<tool_call>"]],
   qwen3_xml: [["<tool_call>"]],

@@ -20,6 +20,7 @@ export interface ModelEntry {
   readonly id: string
   /** The request-level GBNF sent upstream with every request of this model. */
   readonly grammar: string
+  readonly toolFormats?: ReadonlyArray<string>
 }
 
 export interface RealEdge {
@@ -36,6 +37,7 @@ export const startEdge = async (upstream: string, models: ReadonlyArray<ModelEnt
       models: models.map((m) => ({
         id: m.id,
         tools: "text",
+        ...(m.toolFormats !== undefined ? { toolFormats: m.toolFormats } : {}),
         provider: { type: "openai", baseUrl: upstream, model: "tiny", extraBody: { grammar: m.grammar } }
       }))
     })

@@ -13,14 +13,17 @@ const JSON_ARGS = JSON.stringify(ARGS)
 export interface Family {
   /** The model id in the edge's config: the format's name. */
   readonly id: string
-  /** Text before the markup, which must come through as content exactly. */
+  /** Text before the markup, which must come through as content exactly (`content`, when the format wraps it). */
   readonly prose: string
+  readonly content?: string
   /** The markup of the call (after the prose). */
   readonly markup: string
   /** Text that must never reach content or reasoning. */
   readonly markers: ReadonlyArray<string>
   /** The reasoning the response carries (harmony's analysis channel). */
   readonly reasoning?: string
+  /** A family that is not on by default (it has no marker to start on) is named for its model. */
+  readonly toolFormats?: ReadonlyArray<string>
 }
 
 const D = "｜DSML｜"
@@ -222,6 +225,15 @@ export const FAMILIES: ReadonlyArray<Family> = [
       "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" +
       `${JSON_ARGS}<|call|>`,
     markers: ["<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|call|>", "<|constrain|>", "to=functions"]
+  },
+  {
+    // The prompt ends with `>>>`: the answer starts with its first recipient.
+    id: "functionary_v32",
+    prose: "all\nLet me check the weather for you.",
+    content: "Let me check the weather for you.",
+    markup: `>>>get_weather\n${JSON_ARGS}`,
+    markers: [">>>"],
+    toolFormats: ["functionary_v32"]
   }
 ]
 

@@ -2,7 +2,7 @@ import type { OutputPolicy } from "../../src/chat/policy.js"
 import { DEFAULT_SENTINELS } from "../../src/chat/filters/sentinel.js"
 import type { SessionConfig } from "../../src/chat/session.js"
 import type { RequestTool } from "../../src/chat/toolcalls/types.js"
-import { TEXT_FORMATS } from "../../src/chat/toolcalls/types.js"
+import { DEFAULT_TEXT_FORMATS } from "../../src/protocol/ModelOptions.js"
 
 export const plainPolicy: OutputPolicy = {
   strict: false,
@@ -12,7 +12,7 @@ export const plainPolicy: OutputPolicy = {
   reasoningField: "reasoning_content",
   implicitThink: false,
   sentinels: DEFAULT_SENTINELS,
-  toolFormats: TEXT_FORMATS
+  toolFormats: DEFAULT_TEXT_FORMATS
 }
 
 export const weatherTool: RequestTool = {
