@@ -21,6 +21,8 @@ import type { Registry } from "../toolcalls/registry.js"
 import { patternStep } from "../toolcalls/tagScan.js"
 import type { ParsedToolCall, RequestTool, TextFormat } from "../toolcalls/types.js"
 import { type Compiled, type Scanner, scannerFor, scannerOf } from "./scanner.js"
+import { bareCalls, bareStates } from "./bareShapes.js"
+import { type Chunks, join, push } from "./chunks.js"
 
 export interface ToolTextOptions {
   readonly formats: ReadonlyArray<TextFormat>
@@ -41,12 +43,6 @@ interface Config {
   /** No tools or no formats: text is text. */
   readonly pass: boolean
 }
-
-/**
- * Held text: `parts[0, length)`. Appending pushes onto `parts` while this is its longest holder and copies otherwise,
- * so a state appended to twice stays intact (a persistent list with amortised O(1) appends and one join at the end).
- */
-type Chunks = { readonly parts: Array<string>; readonly length: number } | undefined
 
 type Mode =
   | {
@@ -88,20 +84,6 @@ export interface ToolTextState {
   readonly config: Config
   readonly mode: Mode
   readonly sawBlock: boolean
-}
-
-const push = (held: Chunks, text: string): Chunks => {
-  if (text === "") return held
-  if (held === undefined) return { parts: [text], length: 1 }
-  const parts = held.parts.length === held.length ? held.parts : held.parts.slice(0, held.length)
-  parts.push(text)
-  return { parts, length: held.length + 1 }
-}
-
-const join = (held: Chunks): string => {
-  if (held === undefined) return ""
-  if (held.length === 1) return held.parts[0] ?? ""
-  return (held.parts.length === held.length ? held.parts : held.parts.slice(0, held.length)).join("")
 }
 
 const textMode = (ws: Chunks, bare: boolean): Mode => ({ _tag: "Text", partial: "", node: 0, ws, hasText: false, bare })
@@ -222,12 +204,6 @@ const scanText = (run: Run, m: Extract<Mode, { _tag: "Text" }>, text: string, fr
     run.mode = { _tag: "Text", partial, node, ws: push(m.ws, released), hasText: false, bare }
   }
   return n
-}
-
-/** Per bare format, its start state when the response starts with its first char; undefined when none does. */
-const bareStates = (bare: ReadonlyArray<BareFormat>, code: number): ReadonlyArray<number | undefined> | undefined => {
-  const states = bare.map((f) => (f.first === code ? f.start : undefined))
-  return states.some((s) => s !== undefined) ? states : undefined
 }
 
 const scanTag = (run: Run, m: Extract<Mode, { _tag: "Tag" }>, text: string, from: number): number => {
@@ -403,23 +379,6 @@ const finish = (run: Run, cutOff: boolean): void => {
       return
     }
   }
-}
-
-/** The calls of the first closed bare shape that parses to some; undefined when none does (the text is text). */
-const bareCalls = (
-  formats: ReadonlyArray<BareFormat>,
-  states: ReadonlyArray<number | undefined>,
-  text: string,
-  tools: ReadonlyArray<RequestTool>
-): ReadonlyArray<ParsedToolCall> | undefined => {
-  for (let k = 0; k < formats.length; k++) {
-    const f = formats[k]
-    const s = states[k]
-    if (f === undefined || s === undefined || !f.done(s)) continue
-    const found = f.parse(text, tools)
-    if (found !== undefined && found.length > 0) return found
-  }
-  return undefined
 }
 
 /** `ends` as for `append`, as offsets from the end of the input (0 or less). */
