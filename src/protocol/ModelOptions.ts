@@ -15,6 +15,7 @@ export const TEXT_FORMATS = [
   "glm45",
   "glm47",
   "minimax_m2",
+  "minimax_m1",
   "seed_oss",
   "deepseek_v32",
   "deepseek_v4",

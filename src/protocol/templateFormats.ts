@@ -16,6 +16,7 @@ const SIGNATURES: Readonly<Record<TextFormat, ReadonlyArray<ReadonlyArray<string
   mustache: [["{{tool_call}}"]],
   mistral: [["[TOOL_CALLS]"]],
   minimax_m2: [["<minimax:tool_call>"]],
+  minimax_m1: [["<tool_calls>", "</tool_calls>"]],
   seed_oss: [["<seed:tool_call>"]],
   deepseek_v32: [["｜DSML｜", "function_calls"]],
   deepseek_v4: [["｜DSML｜", "tool_calls"]],

@@ -227,6 +227,12 @@ export const FAMILIES: ReadonlyArray<Family> = [
     markers: ["<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|call|>", "<|constrain|>", "to=functions"]
   },
   {
+    id: "minimax_m1",
+    prose: PROSE,
+    markup: `<tool_calls>\n{"name": "get_weather", "arguments": ${JSON_ARGS}}\n</tool_calls>`,
+    markers: ["<tool_calls>", "</tool_calls>", "\"name\""]
+  },
+  {
     // The prompt ends with `>>>`: the answer starts with its first recipient.
     id: "functionary_v32",
     prose: "all\nLet me check the weather for you.",

@@ -14,6 +14,7 @@ import { kimiK2 } from "./kimiK2.js"
 import { kimiK3 } from "./kimiK3.js"
 import { llama3Json } from "./llama3Json.js"
 import { llamacppEnvelope } from "./llamacppEnvelope.js"
+import { minimaxM1 } from "./minimaxM1.js"
 import { minimaxM2 } from "./minimaxM2.js"
 import { mistral } from "./mistral.js"
 import { mustache } from "./mustache.js"
@@ -63,6 +64,7 @@ const TAG_FORMATS: ReadonlyArray<TagFormat> = [
   glm45,
   glm47,
   minimaxM2,
+  minimaxM1,
   seedOss,
   deepseekV32,
   deepseekV4,

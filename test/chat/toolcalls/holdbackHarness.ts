@@ -46,7 +46,8 @@ const MARKERS_OF: Partial<Record<TextFormat, ReadonlyArray<string>>> = {
   nemotron: ["<TOOLCALL>", "</TOOLCALL>"],
   functionary_v31: ["<function=", "</function>"],
   deepseek_v3: ["<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"],
-  kimi_k2: ["<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"]
+  kimi_k2: ["<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"],
+  minimax_m1: ["<tool_calls>", "</tool_calls>"]
 }
 const ALL_MARKERS = Object.values(MARKERS_OF).flat()
 
@@ -225,7 +226,8 @@ export const ALL_MARKUP: ReadonlyArray<TextFormat> = [
   "nemotron",
   "functionary_v31",
   "deepseek_v3",
-  "kimi_k2"
+  "kimi_k2",
+  "minimax_m1"
 ]
 
 /** The property tests of one family: its format alone and with every markup format on. */
