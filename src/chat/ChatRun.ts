@@ -64,6 +64,7 @@ const sessionConfig = (request: ChatRequest): Session.SessionConfig => ({
   policy: request.policy,
   tools: request.tools,
   toolChoice: request.toolChoice,
+  parallelToolCalls: request.submit.parallelToolCalls,
   newToolCallId: () => newToolCallId(() => randomInt(0x7fffffff) / 0x7fffffff)
 })
 
@@ -149,7 +150,8 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
 
     const collect = (request: ChatRequest) =>
       Effect.gen(function* () {
-        const attempts = request.policy.strict ? options.toolValidationAttempts : 1
+        // A reply that breaks `tool_choice` is replayed like a strict one's invalid call.
+        const attempts = request.policy.strict || request.toolChoice._tag !== "Auto" ? options.toolValidationAttempts : 1
         const model = request.submit.model
         let attempt = 1
         let result = yield* collectAttempt(request, request.submit, attempt)

@@ -25,7 +25,7 @@ import {
 import { wrapAsCompletionTool } from "./toolcalls/completionTool.js"
 import { normaliseToolCalls } from "./toolcalls/native.js"
 import { withMarkers } from "./toolcalls/registry.js"
-import { MAX_REASON_CHARS, validateToolCalls } from "./toolcalls/validate.js"
+import { MAX_REASON_CHARS, validateToolCalls, validateToolChoice } from "./toolcalls/validate.js"
 
 export * from "./sessionTypes.js"
 
@@ -44,13 +44,14 @@ export const initial = (config: SessionConfig): Session => ({
   think: Think.initial({ implicitOpen: config.policy.implicitThink }),
   structure: Structure.initial(config.policy.toolFormats),
   structureEntries: undefined,
+  // Under `tool_choice: "none"` no call can be the answer's: markup stays the text it is.
   toolText:
-    config.tools.length > 0
+    config.tools.length > 0 && config.toolChoice._tag !== "None"
       ? Holdback.initial({ formats: config.policy.toolFormats, tools: config.tools })
       : undefined,
   textCalls: [],
   reasoningToolText:
-    config.tools.length > 0
+    config.tools.length > 0 && config.toolChoice._tag !== "None"
       ? Holdback.initial({ formats: withMarkers(config.policy.toolFormats), tools: config.tools })
       : undefined,
   reasoningCalls: [],
@@ -274,7 +275,10 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   }
   const answered = complete.toolCalls.length > 0 || s.textCalls.length > 0
   const textCalls = answered ? s.textCalls : s.reasoningCalls
-  let calls = normaliseToolCalls([...complete.toolCalls, ...textCalls], config.tools, config.newToolCallId)
+  const parsed = [...complete.toolCalls, ...textCalls]
+  // `parallel_tool_calls: false`, held for every upstream (some ignore it): the first call is the answer's.
+  const allowed = config.parallelToolCalls === false ? parsed.slice(0, 1) : parsed
+  let calls = normaliseToolCalls(allowed, config.tools, config.newToolCallId)
   let held = s.held
   let wrapped = false
   if (config.policy.completionTool !== null && calls.length === 0 && held.trim() !== "") {
@@ -285,10 +289,11 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
       wrapped = true
     }
   }
-  if (config.policy.strict) {
-    const verdict = validateToolCalls(calls, config.tools, config.toolChoice)
-    if (verdict._tag === "Invalid") return [s, [...out, invalid(verdict.reason)]]
-  }
+  // `tool_choice` for every request; the tools' schemas for strict ones.
+  const verdict = config.policy.strict
+    ? validateToolCalls(calls, config.tools, config.toolChoice)
+    : validateToolChoice(calls, config.toolChoice)
+  if (verdict._tag === "Invalid") return [s, [...out, invalid(verdict.reason)]]
   if (held !== "") out.push(contentOf(held, s.logprobs?.held ?? Logprobs.NONE))
   if (calls.length > 0) out.push(wrapped ? { _tag: "ToolCalls", calls, wrapped } : { _tag: "ToolCalls", calls })
   const finishReason = cutOff ? "length" : calls.length > 0 ? "tool_calls" : complete.finishReason || "stop"

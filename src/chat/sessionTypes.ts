@@ -59,6 +59,8 @@ export interface SessionConfig {
   readonly policy: OutputPolicy
   readonly tools: ReadonlyArray<RequestTool>
   readonly toolChoice: ToolChoiceMode
+  /** `parallel_tool_calls: false`: at most one call (the first) is the answer's. */
+  readonly parallelToolCalls?: boolean | undefined
   readonly newToolCallId: () => string
 }
 

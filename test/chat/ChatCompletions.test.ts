@@ -236,6 +236,87 @@ describe("ChatCompletions", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  describe("tool_choice and parallel_tool_calls, held for a model that is not strict and an upstream that cannot constrain", () => {
+    const text = (t: string) => events(RunEvent.delta(t), RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: {} }))
+    const hermes = (city: string) => `<tool_call>{"name": "get_weather", "arguments": {"city": "${city}"}}</tool_call>`
+    const twoCalls = RunEvent.complete({
+      finishReason: "tool_calls",
+      toolCalls: [
+        { id: "call_1", name: "get_weather", arguments: "{\"city\": \"Oslo\"}" },
+        { id: "call_2", name: "get_weather", arguments: "{\"city\": \"Rome\"}" }
+      ],
+      metadata: {}
+    })
+
+    it.scoped("required: a reply without a call is replayed (attempt metadata), and the call is the answer", () => {
+      const { runs, layer } = setup([text("I would rather chat."), events(call("{\"city\": \"Paris\"}"))])
+      return Effect.gen(function* () {
+        const body = yield* jsonBody(yield* request({ model: "echo", tools: [weather], tool_choice: "required" }))
+        expect(body.choices[0]?.finish_reason).toBe("tool_calls")
+        expect(runs.submitted).toHaveLength(2)
+        expect(runs.submitted[1]?.metadata).toMatchObject({ attempt: "2" })
+        expect(runs.submitted[1]?.metadata["reason"]).toContain("required")
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("required: no call within the attempts is a typed error", () => {
+      const { runs, layer } = setup([text("no"), text("still no"), text("never")])
+      return Effect.gen(function* () {
+        const result = yield* Effect.either(jsonBody(yield* request({ model: "echo", tools: [weather], tool_choice: "required" })))
+        expect(Either.isLeft(result) && result.left._tag).toBe("ToolValidationFailed")
+        expect(runs.submitted).toHaveLength(2)
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("named: a call to another function is replayed; only the named one is answered", () => {
+      const other = RunEvent.complete({
+        finishReason: "tool_calls",
+        toolCalls: [{ id: "call_1", name: "get_time", arguments: "{}" }],
+        metadata: {}
+      })
+      const { runs, layer } = setup([events(other), events(call("{\"city\": \"Oslo\"}"))])
+      return Effect.gen(function* () {
+        const body = yield* jsonBody(yield* request({
+          model: "echo",
+          tools: [weather, { type: "function", function: { name: "get_time", parameters: { type: "object" } } }],
+          tool_choice: { type: "function", function: { name: "get_weather" } }
+        }))
+        expect(body.choices[0]?.message.tool_calls?.map((c) => c.function.name)).toEqual(["get_weather"])
+        expect(runs.submitted).toHaveLength(2)
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("none: tool-call markup stays the text it is, no call", () => {
+      const { runs, layer } = setup([text(`Like this: ${hermes("Oslo")}`)])
+      return Effect.gen(function* () {
+        const body = yield* jsonBody(yield* request({ model: "echo", tools: [weather], tool_choice: "none" }))
+        expect(body.choices[0]?.message.content).toBe(`Like this: ${hermes("Oslo")}`)
+        expect(body.choices[0]?.message.tool_calls ?? []).toEqual([])
+        expect(body.choices[0]?.finish_reason).toBe("stop")
+        expect(runs.submitted).toHaveLength(1)
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("parallel_tool_calls: false: at most one call is answered (the first), for an upstream that made two", () => {
+      const { layer } = setup([events(twoCalls)])
+      return Effect.gen(function* () {
+        const body = yield* jsonBody(yield* request({ model: "echo", tools: [weather], parallel_tool_calls: false }))
+        expect(body.choices[0]?.message.tool_calls?.map((c) => c.function.arguments)).toEqual(["{\"city\": \"Oslo\"}"])
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("parallel_tool_calls: false holds on a stream too (text-mode markup of two calls)", () => {
+      const { layer } = setup([text(hermes("Oslo") + hermes("Rome"))])
+      return Effect.gen(function* () {
+        const body = yield* sseBody(yield* request({ model: "echo", stream: true, tools: [weather], parallel_tool_calls: false }))
+        const text = JSON.stringify(untilDone(yield* collect(body)))
+        expect(text.match(/"name":"get_weather"/g)?.length).toBe(1)
+        expect(text).toContain("Oslo")
+        expect(text).not.toContain("Rome")
+      }).pipe(Effect.provide(layer))
+    })
+  })
+
   it.scoped("strict retry: invalid twice fails with tool_validation_error after toolValidationAttempts runs", () => {
     const { runs, layer } = setup([events(call("{}")), events(call("{\"city\": 3}")), events(call("{}"))])
     return Effect.gen(function* () {

@@ -190,11 +190,11 @@ const validateCall = (call: ParsedToolCall, tools: ReadonlyArray<RequestTool>): 
   }
 }
 
-export const validateToolCalls = (
-  calls: ReadonlyArray<ParsedToolCall>,
-  tools: ReadonlyArray<RequestTool>,
-  choice: ToolChoiceMode
-): Verdict => {
+/**
+ * The request's `tool_choice` held against the calls: `none` no call, `required` at least one, a named function
+ * only that one. Applied to every request (strict or not); the schemas only to strict ones (`validateToolCalls`).
+ */
+export const validateToolChoice = (calls: ReadonlyArray<ParsedToolCall>, choice: ToolChoiceMode): Verdict => {
   const first = calls[0]
   switch (choice._tag) {
     case "None":
@@ -218,6 +218,16 @@ export const validateToolCalls = (
     case "Auto":
       break
   }
+  return valid
+}
+
+export const validateToolCalls = (
+  calls: ReadonlyArray<ParsedToolCall>,
+  tools: ReadonlyArray<RequestTool>,
+  choice: ToolChoiceMode
+): Verdict => {
+  const chosen = validateToolChoice(calls, choice)
+  if (chosen._tag === "Invalid") return chosen
   let bytes = 0
   for (const call of calls) bytes += Buffer.byteLength(call.arguments, "utf8")
   if (bytes > MAX_VALIDATED_ARGUMENT_BYTES) {
