@@ -57,6 +57,18 @@ export const ToolChoice = Schema.Union(
 export type ToolChoice = typeof ToolChoice.Type
 
 /** Sampling and output parameters passed through to the provider. */
+/** The request fields that are an upstream's own output constraints: passed on as sent, never interpreted. */
+export const UPSTREAM_CONSTRAINTS = [
+  "grammar",
+  "json_schema",
+  "guided_json",
+  "guided_regex",
+  "guided_choice",
+  "guided_grammar",
+  "guided_decoding_backend",
+  "structured_outputs"
+] as const
+
 export const SamplingParams = Schema.Struct({
   temperature: Schema.optional(Schema.Number),
   topP: Schema.optional(Schema.Number),
@@ -72,7 +84,12 @@ export const SamplingParams = Schema.Struct({
   user: Schema.optional(Schema.String),
   logitBias: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Number })),
   logprobs: Schema.optional(Schema.Boolean),
-  topLogprobs: Schema.optional(Schema.Number)
+  topLogprobs: Schema.optional(Schema.Number),
+  /**
+   * A constraint the caller sent in its upstream's own terms, passed on as sent: llama.cpp's `grammar` and
+   * `json_schema`, vLLM's `guided_*` and `structured_outputs` (`UPSTREAM_CONSTRAINTS`).
+   */
+  constraints: Schema.optional(JsonObject)
 })
 export type SamplingParams = typeof SamplingParams.Type
 

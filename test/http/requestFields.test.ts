@@ -51,4 +51,19 @@ describe("request fields reach the upstream as sent", () => {
       expect(unset).not.toHaveProperty("logprobs")
     })
   )
+
+  it.effect("an upstream's own constraints (llama.cpp grammar / json_schema, vLLM guided_* / structured_outputs) pass as sent", () =>
+    Effect.gen(function* () {
+      const constraints = {
+        grammar: "root ::= \"yes\" | \"no\"",
+        json_schema: { type: "object" },
+        guided_regex: "[a-z]+",
+        guided_choice: ["a", "b"],
+        structured_outputs: { json: { type: "object" } }
+      }
+      expect(yield* upstreamBodyOf(constraints)).toMatchObject(constraints)
+      const plain = yield* upstreamBodyOf({})
+      for (const field of ["grammar", "json_schema", "guided_json", "structured_outputs"]) expect(field in plain).toBe(false)
+      yield* Effect.flip(decodeBody(JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], grammar: 3 })))
+    }))
 })

@@ -10,6 +10,7 @@ import type { ReasoningField } from "../../chat/policy.js"
 import { type EdgeConfigShape, findModel, type ModelOptions } from "../../config/EdgeConfig.js"
 import type { InvalidRequest } from "../../chat/EdgeError.js"
 import { decodeJsonBody } from "../jsonBody.js"
+import { UPSTREAM_CONSTRAINTS } from "../../protocol/SubmitRunRequest.js"
 import { ChatCompletionRequest } from "./wire.js"
 
 /** Parses and decodes the body; an error names the offending field in a few hundred characters, never quoting its value. */
@@ -21,6 +22,16 @@ const REASONING_FIELDS: ReadonlyArray<ReasoningField> = ["reasoning_content", "r
 const isReasoningField = (s: string | undefined): s is ReasoningField => REASONING_FIELDS.some((f) => f === s)
 
 const defined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value)
+
+/** The upstream constraints the caller sent, as sent (none: undefined, so nothing is added upstream). */
+const upstreamConstraints = (wire: ChatCompletionRequest): Record<string, unknown> | undefined => {
+  const out: Record<string, unknown> = {}
+  for (const field of UPSTREAM_CONSTRAINTS) {
+    const value = wire[field]
+    if (value !== undefined && value !== null) out[field] = value
+  }
+  return Object.keys(out).length === 0 ? undefined : out
+}
 
 /** A Chat Completions request, its model resolved, as the chat plane's request. */
 export const toChatRequest = (
@@ -57,7 +68,8 @@ export const toChatRequest = (
       user: defined(wire.user),
       logitBias: defined(wire.logit_bias),
       logprobs: defined(wire.logprobs),
-      topLogprobs: defined(wire.top_logprobs)
+      topLogprobs: defined(wire.top_logprobs),
+      constraints: upstreamConstraints(wire)
     },
     metadata,
     stream: wire.stream === true,

@@ -36,6 +36,15 @@ export const ChatCompletionRequest = Schema.Struct({
   top_logprobs: Nullable(Schema.Int.pipe(Schema.between(0, 20))),
   n: Nullable(Schema.Literal(1)),
   metadata: Nullable(Schema.Record({ key: Schema.String, value: Schema.String })),
+  // An upstream's own constraints (llama.cpp, vLLM), passed on as sent: see UPSTREAM_CONSTRAINTS.
+  grammar: Nullable(Schema.String),
+  json_schema: Nullable(JsonObject),
+  guided_json: Nullable(Schema.Union(JsonObject, Schema.String)),
+  guided_regex: Nullable(Schema.String),
+  guided_choice: Nullable(Schema.Array(Schema.String)),
+  guided_grammar: Nullable(Schema.String),
+  guided_decoding_backend: Nullable(Schema.String),
+  structured_outputs: Nullable(JsonObject),
   include_reasoning: Nullable(Schema.Boolean),
   reasoning: Nullable(Schema.Struct({ exclude: Nullable(Schema.Boolean) }))
 })

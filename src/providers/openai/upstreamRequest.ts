@@ -60,7 +60,8 @@ export const toUpstreamBody = (request: SubmitRunRequest, options: UpstreamReque
     tool_choice: tools !== undefined ? request.toolChoice : undefined,
     parallel_tool_calls: tools !== undefined ? request.parallelToolCalls : undefined
   })
-  return options.extraBody === undefined ? own : { ...options.extraBody, ...own }
+  // The caller's own constraint wins over the configured one; neither over what the edge sends.
+  return { ...options.extraBody, ...s.constraints, ...own }
 }
 
 const toolJson = (tool: FunctionTool): Json => ({
