@@ -284,7 +284,12 @@ describe("openai provider through a fake upstream", () => {
   })
 
   it("request fields are passed upstream; metadata is not; a non-stream request asks for a whole answer (stream: false)", async () => {
-    const key = upstream.script("fields", { kind: "sse", events: textStream(["ok"]) })
+    // The named tool_choice is held by the edge: the upstream answers with that call.
+    const call = { index: 0, id: "call_1", type: "function" as const, function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" } }
+    const key = upstream.script("fields", {
+      kind: "sse",
+      events: [chunk({ tool_calls: [call] }), chunk({ finish_reason: "tool_calls" })]
+    })
     await client.chat.completions.create({
       model: "up",
       messages: [
