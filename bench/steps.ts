@@ -22,6 +22,19 @@ const chunk = (delta: object, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
 const answer = chunk({ role: "assistant", content: "" }) +
   Array.from({ length: TOKENS }, (_, i) => chunk({ content: ` t${i}` })).join("") + chunk({}, "stop") + "data: [DONE]\n\n"
+/** The same answer as one JSON body: the edge asks for it for a non-stream request. */
+const json = JSON.stringify({
+  id: "c",
+  object: "chat.completion",
+  created: 1,
+  model: "m",
+  choices: [{
+    index: 0,
+    message: { role: "assistant", content: Array.from({ length: TOKENS }, (_, i) => ` t${i}`).join("") },
+    finish_reason: "stop"
+  }],
+  usage: { prompt_tokens: 1, completion_tokens: TOKENS, total_tokens: 1 + TOKENS }
+})
 
 /** Counts every effect evaluated by the fibers it supervises. */
 class StepCounter extends Supervisor.AbstractSupervisor<number> {
@@ -42,10 +55,17 @@ const freePort = () =>
 
 const main = async (): Promise<void> => {
   const upstream = http.createServer((req, res) => {
-    req.resume()
+    const body: Array<Buffer> = []
+    req.on("data", (b: Buffer) => body.push(b))
     req.on("end", () => {
-      res.writeHead(200, { "content-type": "text/event-stream" })
-      res.end(answer)
+      // OpenAI's default is not to stream: only an explicit `true` streams.
+      if (/"stream"\s*:\s*true/.test(Buffer.concat(body).toString("utf8"))) {
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.end(answer)
+      } else {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end(json)
+      }
     })
   })
   await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
