@@ -36,12 +36,36 @@ const json = JSON.stringify({
   usage: { prompt_tokens: 1, completion_tokens: TOKENS, total_tokens: 1 + TOKENS }
 })
 
+/** `STEPS_BY=1`: also which effects they are (op and the source of its function), to find who makes them. */
+const by = process.env["STEPS_BY"] === "1"
+
+const describe = (effect: object): string => {
+  const fields = effect as Record<string, unknown>
+  const fn = [fields["effect_instruction_i0"], fields["effect_instruction_i1"], fields["effect_instruction_i2"]]
+    .concat(fields["commit"]).find((f) => typeof f === "function")
+  const source = typeof fn === "function" ? fn.toString().replace(/\s+/g, " ").slice(0, 110) : ""
+  if (source !== "") return `${String(fields["_op"])} ${source}`
+  const value = fields["effect_instruction_i0"]
+  const shape = value === undefined
+    ? "undefined"
+    : value === null || typeof value !== "object"
+    ? typeof value
+    : `${value.constructor.name}{${Object.keys(value).slice(0, 6).join(",")}}`
+  return `${String(fields["_op"])} ${effect.constructor.name} ${shape}`
+}
+
 /** Counts every effect evaluated by the fibers it supervises. */
 class StepCounter extends Supervisor.AbstractSupervisor<number> {
   count = 0
+  counting = false
+  readonly kinds = new Map<string, number>()
   readonly value = Effect.sync(() => this.count)
-  override onEffect(): void {
+  override onEffect(_fiber: unknown, effect: object): void {
     this.count++
+    if (by && this.counting) {
+      const key = describe(effect)
+      this.kinds.set(key, (this.kinds.get(key) ?? 0) + 1)
+    }
   }
 }
 
@@ -99,8 +123,16 @@ const main = async (): Promise<void> => {
     // The run's teardown finishes after the client read its answer: let it settle before and after counting.
     await new Promise((resolve) => setTimeout(resolve, 100))
     const before = steps.count
+    steps.kinds.clear()
+    steps.counting = true
     for (let i = 0; i < REQUESTS; i++) await ask(stream)
     await new Promise((resolve) => setTimeout(resolve, 100))
+    steps.counting = false
+    if (by) {
+      const top = [...steps.kinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 80)
+      process.stdout.write(`${stream ? "streamed" : "non-stream"}: steps per request by effect\n`)
+      for (const [key, n] of top) process.stdout.write(`${(n / REQUESTS).toFixed(1).padStart(7)}  ${key}\n`)
+    }
     return (steps.count - before) / REQUESTS
   }
   const streamed = await perRequest(true)
