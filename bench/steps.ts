@@ -83,9 +83,14 @@ const main = async (): Promise<void> => {
     req.on("data", (b: Buffer) => body.push(b))
     req.on("end", () => {
       // OpenAI's default is not to stream: only an explicit `true` streams.
-      if (/"stream"\s*:\s*true/.test(Buffer.concat(body).toString("utf8"))) {
+      const text = Buffer.concat(body).toString("utf8")
+      if (/"stream"\s*:\s*true/.test(text)) {
         res.writeHead(200, { "content-type": "text/event-stream" })
-        res.end(answer)
+        // `slow`: accepted at once, the tokens 20 ms later (a prefill): the stream's opening grace runs.
+        if (text.includes('"model":"slow"')) {
+          res.write(chunk({ role: "assistant", content: "" }))
+          setTimeout(() => res.end(answer), 20)
+        } else res.end(answer)
       } else {
         res.writeHead(200, { "content-type": "application/json" })
         res.end(json)
@@ -98,7 +103,7 @@ const main = async (): Promise<void> => {
   const config = await Effect.runPromise(Edge.decodeConfig({
     server: { host: "127.0.0.1", port },
     log: { level: "none" },
-    models: [{ id: "m", provider: { type: "openai", baseUrl: upstreamUrl } }]
+    models: ["m", "slow"].map((id) => ({ id, provider: { type: "openai", baseUrl: upstreamUrl } }))
   }))
   const steps = new StepCounter()
   const fiber = Effect.runFork(
@@ -107,25 +112,25 @@ const main = async (): Promise<void> => {
       Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
     )
   )
-  const ask = async (stream: boolean) => {
+  const ask = async (stream: boolean, model = "m") => {
     for (;;) {
       const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "m", stream, messages: [{ role: "user", content: "hi" }] })
+        body: JSON.stringify({ model, stream, messages: [{ role: "user", content: "hi" }] })
       }).catch(() => undefined)
       if (response !== undefined) return response.text()
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   }
-  const perRequest = async (stream: boolean) => {
-    for (let i = 0; i < 20; i++) await ask(stream)
+  const perRequest = async (stream: boolean, model = "m") => {
+    for (let i = 0; i < 20; i++) await ask(stream, model)
     // The run's teardown finishes after the client read its answer: let it settle before and after counting.
     await new Promise((resolve) => setTimeout(resolve, 100))
     const before = steps.count
     steps.kinds.clear()
     steps.counting = true
-    for (let i = 0; i < REQUESTS; i++) await ask(stream)
+    for (let i = 0; i < REQUESTS; i++) await ask(stream, model)
     await new Promise((resolve) => setTimeout(resolve, 100))
     steps.counting = false
     if (by) {
@@ -137,8 +142,13 @@ const main = async (): Promise<void> => {
   }
   const streamed = await perRequest(true)
   const nonStream = await perRequest(false)
+  const slow = await perRequest(true, "slow")
   process.stdout.write(
-    table(["request (32 tokens)", "Effect steps"], [["streamed", streamed.toFixed(0)], ["non-stream", nonStream.toFixed(0)]]) + "\n"
+    table(["request (32 tokens)", "Effect steps"], [
+      ["streamed", streamed.toFixed(0)],
+      ["non-stream", nonStream.toFixed(0)],
+      ["streamed, first token 20 ms after the accept", slow.toFixed(0)]
+    ]) + "\n"
   )
   await Effect.runPromise(fiber.interruptAsFork(fiber.id()).pipe(Effect.zipRight(Effect.void)))
   upstream.close()
