@@ -143,14 +143,15 @@ const withLevel = <E, R>(router: HttpRouter.HttpRouter<E, R>, level: LogLevel.Lo
 const dispatch = <E, R>(
   table: ReadonlyArray<EdgeRoute>,
   router: HttpApp.Default<E, R>
-): HttpApp.Default<E, R | EdgeRoute.Requires> => {
+): HttpApp.Default<E, R | Scope.Scope> => {
   const byMethod = new Map<string, Map<string, EdgeRoute["handler"]>>()
   for (const r of table) {
     const paths = byMethod.get(r.method) ?? new Map<string, EdgeRoute["handler"]>()
     paths.set(r.path, Effect.interruptible(r.handler))
     byMethod.set(r.method, paths)
   }
-  return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, E, R | EdgeRoute.Requires>((fiber) => {
+  type Requires = R | Scope.Scope | HttpServerRequest.HttpServerRequest
+  return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, E, Requires>((fiber) => {
     const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
     const handler = byMethod.get(request.method)?.get(request.url)
     if (handler === undefined) return router

@@ -69,11 +69,11 @@ export const notFound = Effect.gen(function* () {
 export interface EdgeRoute {
   readonly method: "GET" | "HEAD" | "POST"
   readonly path: RoutePath
-  readonly handler: Effect.Effect<HttpServerResponse.HttpServerResponse, never, EdgeRoute.Requires>
-}
-
-export declare namespace EdgeRoute {
-  export type Requires = HttpServerRequest.HttpServerRequest | Scope.Scope
+  readonly handler: Effect.Effect<
+    HttpServerResponse.HttpServerResponse,
+    never,
+    HttpServerRequest.HttpServerRequest | Scope.Scope
+  >
 }
 
 export const makeRoutes = Effect.gen(function* () {
@@ -177,5 +177,5 @@ export const makeRoutes = Effect.gen(function* () {
 })
 
 /** The routes as the platform's router (the library's `routes`, and the server's match of any other URL form). */
-export const toRouter = (table: ReadonlyArray<EdgeRoute>): HttpRouter.HttpRouter<never, EdgeRoute.Requires> =>
+export const toRouter = (table: ReadonlyArray<EdgeRoute>): HttpRouter.HttpRouter<never, Scope.Scope> =>
   HttpRouter.fromIterable(table.map((r) => HttpRouter.makeRoute(r.method, r.path, r.handler)))
