@@ -22,13 +22,50 @@ const chunk = (delta: object, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
 const answer = chunk({ role: "assistant", content: "" }) +
   Array.from({ length: TOKENS }, (_, i) => chunk({ content: ` t${i}` })).join("") + chunk({}, "stop") + "data: [DONE]\n\n"
+/** The same answer as one JSON body: the edge asks for it for a non-stream request. */
+const json = JSON.stringify({
+  id: "c",
+  object: "chat.completion",
+  created: 1,
+  model: "m",
+  choices: [{
+    index: 0,
+    message: { role: "assistant", content: Array.from({ length: TOKENS }, (_, i) => ` t${i}`).join("") },
+    finish_reason: "stop"
+  }],
+  usage: { prompt_tokens: 1, completion_tokens: TOKENS, total_tokens: 1 + TOKENS }
+})
+
+/** `STEPS_BY=1`: also which effects they are (op and the source of its function), to find who makes them. */
+const by = process.env["STEPS_BY"] === "1"
+
+const describe = (effect: object): string => {
+  const fields = effect as Record<string, unknown>
+  const fn = [fields["effect_instruction_i0"], fields["effect_instruction_i1"], fields["effect_instruction_i2"]]
+    .concat(fields["commit"]).find((f) => typeof f === "function")
+  const source = typeof fn === "function" ? fn.toString().replace(/\s+/g, " ").slice(0, 110) : ""
+  if (source !== "") return `${String(fields["_op"])} ${source}`
+  const value = fields["effect_instruction_i0"]
+  const shape = value === undefined
+    ? "undefined"
+    : value === null || typeof value !== "object"
+    ? typeof value
+    : `${value.constructor.name}{${Object.keys(value).slice(0, 6).join(",")}}`
+  return `${String(fields["_op"])} ${effect.constructor.name} ${shape}`
+}
 
 /** Counts every effect evaluated by the fibers it supervises. */
 class StepCounter extends Supervisor.AbstractSupervisor<number> {
   count = 0
+  counting = false
+  readonly kinds = new Map<string, number>()
   readonly value = Effect.sync(() => this.count)
-  override onEffect(): void {
+  override onEffect(_fiber: unknown, effect: object): void {
     this.count++
+    if (by && this.counting) {
+      const key = describe(effect)
+      this.kinds.set(key, (this.kinds.get(key) ?? 0) + 1)
+    }
   }
 }
 
@@ -42,10 +79,22 @@ const freePort = () =>
 
 const main = async (): Promise<void> => {
   const upstream = http.createServer((req, res) => {
-    req.resume()
+    const body: Array<Buffer> = []
+    req.on("data", (b: Buffer) => body.push(b))
     req.on("end", () => {
-      res.writeHead(200, { "content-type": "text/event-stream" })
-      res.end(answer)
+      // OpenAI's default is not to stream: only an explicit `true` streams.
+      const text = Buffer.concat(body).toString("utf8")
+      if (/"stream"\s*:\s*true/.test(text)) {
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        // `slow`: accepted at once, the tokens 20 ms later (a prefill): the stream's opening grace runs.
+        if (text.includes('"model":"slow"')) {
+          res.write(chunk({ role: "assistant", content: "" }))
+          setTimeout(() => res.end(answer), 20)
+        } else res.end(answer)
+      } else {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end(json)
+      }
     })
   })
   await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
@@ -54,7 +103,7 @@ const main = async (): Promise<void> => {
   const config = await Effect.runPromise(Edge.decodeConfig({
     server: { host: "127.0.0.1", port },
     log: { level: "none" },
-    models: [{ id: "m", provider: { type: "openai", baseUrl: upstreamUrl } }]
+    models: ["m", "slow"].map((id) => ({ id, provider: { type: "openai", baseUrl: upstreamUrl } }))
   }))
   const steps = new StepCounter()
   const fiber = Effect.runFork(
@@ -63,30 +112,43 @@ const main = async (): Promise<void> => {
       Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
     )
   )
-  const ask = async (stream: boolean) => {
+  const ask = async (stream: boolean, model = "m") => {
     for (;;) {
       const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "m", stream, messages: [{ role: "user", content: "hi" }] })
+        body: JSON.stringify({ model, stream, messages: [{ role: "user", content: "hi" }] })
       }).catch(() => undefined)
       if (response !== undefined) return response.text()
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   }
-  const perRequest = async (stream: boolean) => {
-    for (let i = 0; i < 20; i++) await ask(stream)
+  const perRequest = async (stream: boolean, model = "m") => {
+    for (let i = 0; i < 20; i++) await ask(stream, model)
     // The run's teardown finishes after the client read its answer: let it settle before and after counting.
     await new Promise((resolve) => setTimeout(resolve, 100))
     const before = steps.count
-    for (let i = 0; i < REQUESTS; i++) await ask(stream)
+    steps.kinds.clear()
+    steps.counting = true
+    for (let i = 0; i < REQUESTS; i++) await ask(stream, model)
     await new Promise((resolve) => setTimeout(resolve, 100))
+    steps.counting = false
+    if (by) {
+      const top = [...steps.kinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 80)
+      process.stdout.write(`${stream ? "streamed" : "non-stream"}: steps per request by effect\n`)
+      for (const [key, n] of top) process.stdout.write(`${(n / REQUESTS).toFixed(1).padStart(7)}  ${key}\n`)
+    }
     return (steps.count - before) / REQUESTS
   }
   const streamed = await perRequest(true)
   const nonStream = await perRequest(false)
+  const slow = await perRequest(true, "slow")
   process.stdout.write(
-    table(["request (32 tokens)", "Effect steps"], [["streamed", streamed.toFixed(0)], ["non-stream", nonStream.toFixed(0)]]) + "\n"
+    table(["request (32 tokens)", "Effect steps"], [
+      ["streamed", streamed.toFixed(0)],
+      ["non-stream", nonStream.toFixed(0)],
+      ["streamed, first token 20 ms after the accept", slow.toFixed(0)]
+    ]) + "\n"
   )
   await Effect.runPromise(fiber.interruptAsFork(fiber.id()).pipe(Effect.zipRight(Effect.void)))
   upstream.close()

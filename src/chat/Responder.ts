@@ -104,6 +104,49 @@ export const make = Effect.gen(function* () {
   const chat = yield* Chat
   const metrics = yield* Metrics
   const keepAlives = yield* Watchdog.make(KEEP_ALIVE_AFTER_MS)
+  const graces = yield* Watchdog.make(OPENING_GRACE_MS)
+  const clock = yield* Effect.clock
+
+  /**
+   * `run.next` for at most the opening grace, else `otherwise`: from the run's callbacks, the process's one grace
+   * watchdog for the bound (no race and no fiber per stream). A defect while folding fails here, as in `next`.
+   */
+  const nextWithinGrace = (run: ChatRun, otherwise: ReadonlyArray<Emission>) =>
+    Effect.async<ReadonlyArray<Emission> | undefined>((resume) => {
+      let done = false
+      const finish = (out: ReadonlyArray<Emission> | undefined): void => {
+        done = true
+        unwatch()
+        resume(Effect.succeed(out))
+      }
+      const attempt = (): void => {
+        if (done) return
+        try {
+          const out = run.poll()
+          if (out === "pending") run.whenReady(attempt)
+          else finish(out === "ended" ? undefined : out)
+        } catch (defect) {
+          done = true
+          unwatch()
+          resume(Effect.die(defect))
+        }
+      }
+      const dueAt = clock.unsafeCurrentTimeMillis() + OPENING_GRACE_MS
+      const unwatch = graces.watch({
+        dueAt,
+        onIdle: () => {
+          if (done) return
+          run.unwatch()
+          finish(otherwise)
+        }
+      })
+      attempt()
+      return Effect.sync(() => {
+        done = true
+        unwatch()
+        run.unwatch()
+      })
+    })
 
   /**
    * Counts the response (stream or not) by its outcome once it is over, whatever ended it; logs, once, what the
@@ -157,7 +200,7 @@ export const make = Effect.gen(function* () {
       // event, an oversize first event) is still answered with its HTTP status, and a first token that follows at
       // once goes out in the head's write.
       const first = opening !== undefined && opening.length === 0
-        ? Option.getOrElse(yield* Effect.timeoutOption(run.next, OPENING_GRACE_MS), () => opening)
+        ? yield* nextWithinGrace(run, opening)
         : opening
       if (first !== undefined) noteTerminal(first, ended)
       const failure = first === undefined ? undefined : failureBeforeOutput(first)
@@ -177,7 +220,6 @@ export const make = Effect.gen(function* () {
         return renderer.batch([error])
       }
       const head = renderer.head + (opened.first === undefined ? "" : renderer.batch(opened.first))
-      const clock = yield* Effect.clock
       const now = () => clock.unsafeCurrentTimeMillis()
       const onBatch = (out: ReadonlyArray<Emission>) => noteTerminal(out, ended)
       const body = new SessionBody({ run: opened.run, render: renderer.batch, onBatch, onDefect, now }, head)

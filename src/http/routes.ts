@@ -2,11 +2,12 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import * as ChatCompletions from "../dialects/chat-completions/dialect.js"
 import * as Responses from "../dialects/responses/Responses.js"
 import * as Messages from "../dialects/messages/Messages.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
-import type { Dialect, DialectEndpoint, EdgeError, ErrorAnswer } from "../dialects/Dialect.js"
+import type { Dialect, DialectEndpoint, EdgeError, ErrorAnswer, RoutePath } from "../dialects/Dialect.js"
 import { Gateway } from "../chat/Gateway.js"
 import { clip } from "../common/clip.js"
 import { Metrics } from "../observability/Metrics.js"
@@ -63,6 +64,17 @@ export const notFound = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   return answer((yield* spokenBy).error(new RouteNotFound({ method: request.method, path: request.url })))
 })
+
+/** One of the edge's routes: its method, its path as written (no parameters), its handler. */
+export interface EdgeRoute {
+  readonly method: "GET" | "HEAD" | "POST"
+  readonly path: RoutePath
+  readonly handler: Effect.Effect<
+    HttpServerResponse.HttpServerResponse,
+    never,
+    HttpServerRequest.HttpServerRequest | Scope.Scope
+  >
+}
 
 export const makeRoutes = Effect.gen(function* () {
   const config = yield* EdgeConfig
@@ -145,19 +157,25 @@ export const makeRoutes = Effect.gen(function* () {
   )
 
   /** An API's routes: its main one and its own endpoints. */
-  const api = <W>(dialect: Dialect<W>) =>
-    HttpRouter.fromIterable([
-      HttpRouter.makeRoute("POST", dialect.path, serve(dialect)),
-      ...dialect.endpoints.map((e) => HttpRouter.makeRoute("POST", e.path, endpoint(dialect, e)))
-    ])
+  const api = <W>(dialect: Dialect<W>): ReadonlyArray<EdgeRoute> => [
+    { method: "POST", path: dialect.path, handler: serve(dialect) },
+    ...dialect.endpoints.map((e): EdgeRoute => ({ method: "POST", path: e.path, handler: endpoint(dialect, e) }))
+  ]
 
   // Adding an API is its folder and one line here (and in SHARED).
-  const apis = HttpRouter.concatAll(api(ChatCompletions.dialect), api(Responses.dialect), api(Messages.dialect))
-  return apis.pipe(
-    HttpRouter.head("/", root),
-    HttpRouter.get("/", root),
-    HttpRouter.get("/v1/models", models),
-    HttpRouter.get("/healthz", health),
-    HttpRouter.get("/metrics", metricsText)
-  )
+  const table: ReadonlyArray<EdgeRoute> = [
+    ...api(ChatCompletions.dialect),
+    ...api(Responses.dialect),
+    ...api(Messages.dialect),
+    { method: "HEAD", path: "/", handler: root },
+    { method: "GET", path: "/", handler: root },
+    { method: "GET", path: "/v1/models", handler: models },
+    { method: "GET", path: "/healthz", handler: health },
+    { method: "GET", path: "/metrics", handler: metricsText }
+  ]
+  return table
 })
+
+/** The routes as the platform's router (the library's `routes`, and the server's match of any other URL form). */
+export const toRouter = (table: ReadonlyArray<EdgeRoute>): HttpRouter.HttpRouter<never, Scope.Scope> =>
+  HttpRouter.fromIterable(table.map((r) => HttpRouter.makeRoute(r.method, r.path, r.handler)))
