@@ -6,9 +6,12 @@ import { alt, cls, lit, opt, type RuleSet, seq } from "./gbnf.js"
 
 /** After a newline, at most this many spaces or tabs: pretty-printed JSON fits, a run of blanks cannot go on. */
 export const MAX_INDENT = 32
-/** An integer has at most this many digits (all of them exact in a double); a fraction at most `MAX_FRACTION`. */
+/**
+ * An integer part has at most this many digits (exact in a double); a fraction at most 23, what `JSON.stringify`
+ * writes for a double from 1e-7 up.
+ */
 export const MAX_INTEGER_DIGITS = 15
-export const MAX_FRACTION_DIGITS = 15
+export const MAX_FRACTION_DIGITS = 23
 export const MAX_INTEGER = 10 ** MAX_INTEGER_DIGITS - 1
 
 /**
