@@ -2,7 +2,7 @@
  * The JSON lexical rules a schema grammar is built of: bounded whitespace, string characters and their escapes,
  * numbers with a bounded count of digits, integer ranges as digit grammars, and the string formats.
  */
-import { alt, cls, lit, opt, type RuleSet, seq } from "./gbnf.js"
+import { alt, chars, cls, lit, opt, type RuleSet, seq } from "./gbnf.js"
 
 /** After a newline, at most this many spaces or tabs: pretty-printed JSON fits, a run of blanks cannot go on. */
 export const MAX_INDENT = 32
@@ -175,7 +175,7 @@ const uuid = (rules: RuleSet): string => {
 // A dot-atom local part and a domain of at least two labels: a subset of ajv-formats' email (no `/`, which JSON
 // may escape, and no quoted local parts).
 const email = (rules: RuleSet): string => {
-  const atom = rules.define("email-atom", rules.repeat(cls([[0x61, 0x7a], [0x41, 0x5a], [0x30, 0x39], ...charRanges("!#$%&'*+=?^_`{|}~-")]), 1, 64))
+  const atom = rules.define("email-atom", rules.repeat(cls([[0x61, 0x7a], [0x41, 0x5a], [0x30, 0x39], ...chars("!#$%&'*+=?^_`{|}~-")]), 1, 64))
   const alnum = cls([[0x61, 0x7a], [0x41, 0x5a], [0x30, 0x39]])
   const label = rules.define(
     "email-label",
@@ -186,9 +186,6 @@ const email = (rules: RuleSet): string => {
     seq(atom, rules.repeat(seq(lit("."), atom), 0, 8), lit("@"), label, rules.repeat(seq(lit("."), label), 1, 8))
   )
 }
-
-const charRanges = (text: string): ReadonlyArray<readonly [number, number]> =>
-  Array.from(text, (c) => [c.codePointAt(0) ?? 0, c.codePointAt(0) ?? 0] as const)
 
 /** The JSON string (with its quotes) of a supported `format`, or undefined. */
 export const formatString = (rules: RuleSet, format: string): string | undefined => {
