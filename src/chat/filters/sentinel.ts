@@ -65,8 +65,8 @@ interface Matcher {
   readonly sentinels: ReadonlyArray<string>
   /** Every proper, non-empty prefix of a sentinel: the suffixes worth holding back. */
   readonly prefixes: ReadonlySet<string>
-  /** The distinct first chars of the sentinels: only where one occurs can a sentinel start. */
-  readonly firstChars: ReadonlyArray<string>
+  /** Flags, by code unit, the sentinels' first code units: only where one occurs can a sentinel start. */
+  readonly firstCodes: Uint8Array
   readonly longest: number
 }
 
@@ -86,7 +86,10 @@ const buildMatcher = (sentinels: ReadonlyArray<string>): Matcher => {
   return {
     sentinels: nonEmpty,
     prefixes,
-    firstChars: [...new Set(nonEmpty.map((s) => s.charAt(0)))],
+    firstCodes: nonEmpty.reduce((table, s) => {
+      table[s.charCodeAt(0)] = 1
+      return table
+    }, new Uint8Array(0x10000)),
     longest: Math.max(0, ...nonEmpty.map((s) => s.length))
   }
 }
@@ -118,21 +121,20 @@ type Scan = { readonly _tag: "Ended"; readonly at: number } | { readonly _tag: "
 
 /**
  * Where the earliest sentinel in `text` starts, or else (when `hold`) where the suffix that may still become one
- * starts. Only positions holding a sentinel's first char are tried, each found by one forward search per char.
+ * starts. One pass over the text; only positions holding a sentinel's first code unit are tried (a chunk is a
+ * token or a few, and the templates' end tokens start with a handful of different chars).
  */
 const scan = (matcher: Matcher, text: string, from: number, hold: boolean): Scan => {
-  const next = matcher.firstChars.map((char) => ({ char, at: text.indexOf(char, from) }))
-  for (;;) {
-    let at = -1
-    for (const n of next) if (n.at >= 0 && (at < 0 || n.at < at)) at = n.at
-    if (at < 0) return { _tag: "Open", holdFrom: text.length }
+  const firsts = matcher.firstCodes
+  for (let at = from; at < text.length; at++) {
+    if (firsts[text.charCodeAt(at)] !== 1) continue
     if (sentinelAt(matcher, text, at)) return { _tag: "Ended", at }
     // A sentinel completed later in this suffix must wait: one starting here would come first.
     if (hold && text.length - at < matcher.longest && matcher.prefixes.has(text.slice(at))) {
       return { _tag: "Open", holdFrom: at }
     }
-    for (const n of next) if (n.at === at) n.at = text.indexOf(n.char, at + 1)
   }
+  return { _tag: "Open", holdFrom: text.length }
 }
 
 export const append = (state: SentinelState, chunk: string): readonly [SentinelState, string] => {
