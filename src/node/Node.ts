@@ -46,7 +46,8 @@ export const makeProvider = (model: ModelConfig): Effect.Effect<Provider, never,
         apiKey: p.apiKey,
         toolMode: model.tools,
         ...(p.headers !== undefined ? { headers: p.headers } : {}),
-        ...(p.extraBody !== undefined ? { extraBody: p.extraBody } : {})
+        ...(p.extraBody !== undefined ? { extraBody: p.extraBody } : {}),
+        constraints: p.constraints
       })
   }
 }

@@ -56,7 +56,6 @@ export const ToolChoice = Schema.Union(
 )
 export type ToolChoice = typeof ToolChoice.Type
 
-/** Sampling and output parameters passed through to the provider. */
 /** The request fields that are an upstream's own output constraints: passed on as sent, never interpreted. */
 export const UPSTREAM_CONSTRAINTS = [
   "grammar",
@@ -69,6 +68,7 @@ export const UPSTREAM_CONSTRAINTS = [
   "structured_outputs"
 ] as const
 
+/** Sampling and output parameters passed through to the provider. */
 export const SamplingParams = Schema.Struct({
   temperature: Schema.optional(Schema.Number),
   topP: Schema.optional(Schema.Number),

@@ -19,7 +19,13 @@ export const OpenAiProviderConfig = Schema.Struct({
    * Fields added to every upstream request body: an upstream's own parameters (llama.cpp's `grammar`, `top_k`,
    * `chat_template_kwargs`). What the edge sends from the request itself is never overridden.
    */
-  extraBody: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  extraBody: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  /**
+   * What the upstream can constrain: `llama.cpp` takes a GBNF `grammar`, so a text-mode request that must call a
+   * tool (`tool_choice` required or named) or has a strict tool is sent the grammar of its legal answers, compiled
+   * from its tools' JSON Schemas; `none` (the default) sends no constraint and relies on validation.
+   */
+  constraints: Schema.optionalWith(Schema.Literal("llama.cpp", "none"), { default: () => "none" as const })
 })
 
 export const ProviderConfig = Schema.Union(EchoProviderConfig, OpenAiProviderConfig)

@@ -18,9 +18,12 @@ import { layerHttp } from "../../src/Edge.js"
 
 export interface ModelEntry {
   readonly id: string
-  /** The request-level GBNF sent upstream with every request of this model. */
-  readonly grammar: string
+  /** The request-level GBNF sent upstream with every request of this model (none: the edge compiles its own). */
+  readonly grammar?: string
   readonly toolFormats?: ReadonlyArray<string>
+  /** `llama.cpp`: the edge compiles the request's tool schemas into the grammar. */
+  readonly constraints?: "llama.cpp"
+  readonly strict?: boolean
 }
 
 export interface RealEdge {
@@ -38,7 +41,14 @@ export const startEdge = async (upstream: string, models: ReadonlyArray<ModelEnt
         id: m.id,
         tools: "text",
         ...(m.toolFormats !== undefined ? { toolFormats: m.toolFormats } : {}),
-        provider: { type: "openai", baseUrl: upstream, model: "tiny", extraBody: { grammar: m.grammar } }
+        ...(m.strict === true ? { output: { strict: true } } : {}),
+        provider: {
+          type: "openai",
+          baseUrl: upstream,
+          model: "tiny",
+          ...(m.grammar !== undefined ? { extraBody: { grammar: m.grammar } } : {}),
+          ...(m.constraints !== undefined ? { constraints: m.constraints } : {})
+        }
       }))
     })
   )

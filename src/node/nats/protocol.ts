@@ -205,7 +205,12 @@ export const encode = {
 export const publicModel = (model: ModelConfig): ModelConfig => {
   const p = model.provider
   if (p.type !== "openai") return model
-  const provider = { type: "openai" as const, baseUrl: p.baseUrl, ...(p.model !== undefined ? { model: p.model } : {}) }
+  const provider = {
+    type: "openai" as const,
+    baseUrl: p.baseUrl,
+    constraints: p.constraints,
+    ...(p.model !== undefined ? { model: p.model } : {})
+  }
   return { ...model, provider }
 }
 

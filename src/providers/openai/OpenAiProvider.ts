@@ -41,6 +41,8 @@ export interface Options {
   readonly headers?: Readonly<Record<string, string>>
   /** Fields added to every upstream request body; the request's own fields win. */
   readonly extraBody?: Readonly<Record<string, unknown>>
+  /** What the upstream can constrain (`llama.cpp`: a GBNF grammar); `none` by default. */
+  readonly constraints?: "llama.cpp" | "none"
 }
 
 export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpClient.Dispatcher> =>
@@ -58,7 +60,8 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
     const bodyOptions = {
       upstreamModel: options.upstreamModel,
       toolMode: options.toolMode,
-      extraBody: options.extraBody ?? {}
+      extraBody: options.extraBody ?? {},
+      constraints: options.constraints ?? "none"
     } as const
     const secret = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
 

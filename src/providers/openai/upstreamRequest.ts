@@ -8,6 +8,7 @@ import type {
   ToolChoice
 } from "../../protocol/SubmitRunRequest.js"
 import type { ToolMode } from "../../protocol/ModelOptions.js"
+import { toolCallGrammar } from "../constraints/toolCallGrammar.js"
 
 /**
  * `SubmitRunRequest` → the JSON body of `POST {baseUrl}/chat/completions`.
@@ -21,6 +22,8 @@ export interface UpstreamRequestOptions {
   readonly toolMode: ToolMode
   /** The configured `extraBody`: under the request's own fields. */
   readonly extraBody?: Readonly<Record<string, unknown>>
+  /** `llama.cpp`: a text-mode request that must call a tool, or has a strict one, is sent its answer's grammar. */
+  readonly constraints?: "llama.cpp" | "none"
 }
 
 type Json = Record<string, unknown>
@@ -61,7 +64,8 @@ export const toUpstreamBody = (request: SubmitRunRequest, options: UpstreamReque
     parallel_tool_calls: tools !== undefined ? request.parallelToolCalls : undefined
   })
   // The caller's own constraint wins over the configured one; neither over what the edge sends.
-  return { ...options.extraBody, ...s.constraints, ...own }
+  const grammar = options.constraints === "llama.cpp" ? compiledGrammar(request, options.toolMode) : undefined
+  return { ...options.extraBody, ...(grammar === undefined ? {} : { grammar }), ...s.constraints, ...own }
 }
 
 const toolJson = (tool: FunctionTool): Json => ({
@@ -189,4 +193,22 @@ const textModeMessages = (request: SubmitRunRequest): ReadonlyArray<Json> => {
     return [{ ...first, content: appendText(firstMessage.content, prompt) }, ...out.slice(1)]
   }
   return [{ role: "system", content: prompt }, ...out]
+}
+
+/**
+ * The GBNF of the answers a text-mode request allows (the markup `toolsPrompt` teaches, each tool's arguments by
+ * its schema), when the request must call a tool or has a strict one; undefined when nothing needs constraining or
+ * the grammar would be too large (validation then holds the answer).
+ */
+const compiledGrammar = (request: SubmitRunRequest, toolMode: ToolMode): string | undefined => {
+  if (toolMode !== "text" || request.tools.length === 0) return undefined
+  const choice = request.toolChoice
+  const mustCall = choice === "required" || (typeof choice === "object" && choice !== null)
+  if (!mustCall && !request.tools.some((t) => t.function.strict === true)) return undefined
+  const compiled = toolCallGrammar({
+    tools: request.tools,
+    ...(choice !== undefined ? { toolChoice: choice } : {}),
+    ...(request.parallelToolCalls !== undefined ? { parallelToolCalls: request.parallelToolCalls } : {})
+  })
+  return compiled._tag === "Grammar" ? compiled.grammar : undefined
 }

@@ -227,3 +227,37 @@ describe("toUpstreamBody: the configured extraBody", () => {
     expect(body).toMatchObject({ grammar: "root ::= \"x\"", top_k: 40, temperature: 0.5, model: "up", stream: true })
   })
 })
+
+describe("toUpstreamBody: constraints llama.cpp (the answer's grammar, compiled from the tools' schemas)", () => {
+  const text = (request: SubmitRunRequest) =>
+    toUpstreamBody(request, { upstreamModel: "up", toolMode: "text", constraints: "llama.cpp" })
+  const withTools = (fields: Partial<SubmitRunRequest>): SubmitRunRequest => ({ ...base, tools: [weather, time], ...fields })
+
+  it("a request that must call a tool is sent the grammar of its calls", () => {
+    for (const toolChoice of ["required", { type: "function", function: { name: "get_time" } }] as const) {
+      const grammar = text(withTools({ toolChoice }))["grammar"]
+      expect(typeof grammar === "string" && grammar.startsWith("root ::=")).toBe(true)
+    }
+    // The named tool only.
+    const named = String(text(withTools({ toolChoice: { type: "function", function: { name: "get_time" } } }))["grammar"])
+    expect(named).toContain("get_time")
+    expect(named).not.toContain("get_weather")
+  })
+
+  it("a strict tool under auto is constrained too; a free answer with no strict tool, native mode, or none are not", () => {
+    const strict = { ...weather, function: { ...weather.function, strict: true } }
+    expect(text({ ...base, tools: [strict], toolChoice: "auto" })["grammar"]).toBeDefined()
+    expect(text(withTools({ toolChoice: "auto" }))).not.toHaveProperty("grammar")
+    expect(text(withTools({ toolChoice: "none" }))).not.toHaveProperty("grammar")
+    const native = toUpstreamBody(withTools({ toolChoice: "required" }), { upstreamModel: "up", toolMode: "native", constraints: "llama.cpp" })
+    expect(native).not.toHaveProperty("grammar")
+    const off = toUpstreamBody(withTools({ toolChoice: "required" }), { upstreamModel: "up", toolMode: "text" })
+    expect(off).not.toHaveProperty("grammar")
+  })
+
+  it("a grammar the caller sent wins over the compiled one", () => {
+    const mine = "root ::= \"x\""
+    const body = text(withTools({ toolChoice: "required", sampling: { ...base.sampling, constraints: { grammar: mine } } }))
+    expect(body["grammar"]).toBe(mine)
+  })
+})
