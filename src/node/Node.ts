@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { DEFAULT_TEXT_FORMATS, type ModelOptions } from "../protocol/ModelOptions.js"
 import { formatsOfTemplate } from "../protocol/templateFormats.js"
-import { fetchChatTemplate } from "../providers/openai/chatTemplate.js"
+import { fetchProps } from "../providers/openai/chatTemplate.js"
 import type { ModelConfig } from "./ModelConfig.js"
 import * as Echo from "../providers/echo/Echo.js"
 import * as OpenAiProvider from "../providers/openai/OpenAiProvider.js"
@@ -47,31 +47,38 @@ export const makeProvider = (model: ModelConfig): Effect.Effect<Provider, never,
         toolMode: model.tools,
         ...(p.headers !== undefined ? { headers: p.headers } : {}),
         ...(p.extraBody !== undefined ? { extraBody: p.extraBody } : {}),
-        constraints: p.constraints
+        // "auto" is read by `resolveFromUpstream`; a config that was not, constrains nothing.
+        constraints: p.constraints === "llama.cpp" ? "llama.cpp" : "none"
       })
   }
 }
 
 /**
- * `toolFormats: "auto"` made concrete: the formats the upstream's chat template teaches (logged), or every format
- * when it serves none or teaches none the edge knows.
+ * A model's `"auto"` settings made concrete from what its upstream says of itself (llama.cpp's `/props`, read once):
+ * `toolFormats` — the formats its chat template teaches (the default ones when it serves none or teaches none the
+ * edge knows); the provider's `constraints` — `llama.cpp` when it is llama.cpp's server, else `none`. Logged.
  */
-export const resolveToolFormats = (model: ModelConfig): Effect.Effect<ModelConfig, never, NodeHttpClient.Dispatcher> => {
-  if (model.toolFormats !== "auto") return Effect.succeed(model)
+export const resolveFromUpstream = (model: ModelConfig): Effect.Effect<ModelConfig, never, NodeHttpClient.Dispatcher> => {
   const p = model.provider
-  const template = p.type === "openai"
-    ? fetchChatTemplate({ baseUrl: p.baseUrl, apiKey: p.apiKey, headers: p.headers })
-    : Effect.succeed(undefined)
-  return Effect.flatMap(template, (text) => {
-    const taught = text === undefined ? undefined : formatsOfTemplate(text)
-    const log = taught !== undefined
-      ? Effect.logInfo("tool formats from the upstream's chat template").pipe(
-        Effect.annotateLogs({ model: model.id, tool_formats: taught.join(",") })
-      )
-      : Effect.logInfo(
-        text === undefined ? "no chat template from the upstream: every tool format" : "chat template not recognised: every tool format"
-      ).pipe(Effect.annotateLogs({ model: model.id }))
-    return Effect.as(log, { ...model, toolFormats: taught ?? DEFAULT_TEXT_FORMATS })
+  const formatsAuto = model.toolFormats === "auto"
+  if (p.type !== "openai") return Effect.succeed(formatsAuto ? { ...model, toolFormats: DEFAULT_TEXT_FORMATS } : model)
+  if (!formatsAuto && p.constraints !== "auto") return Effect.succeed(model)
+  return Effect.flatMap(fetchProps({ baseUrl: p.baseUrl, apiKey: p.apiKey, headers: p.headers }), (props) => {
+    const template = props?.chatTemplate
+    const taught = template === undefined ? undefined : formatsOfTemplate(template)
+    const toolFormats = formatsAuto ? taught ?? DEFAULT_TEXT_FORMATS : model.toolFormats
+    const constraints = p.constraints === "auto" ? (props?.llamaCpp === true ? "llama.cpp" as const : "none" as const) : p.constraints
+    const resolved: ModelConfig = { ...model, toolFormats, provider: { ...p, constraints } }
+    const log = Effect.logInfo("read from the upstream").pipe(
+      Effect.annotateLogs({
+        model: model.id,
+        ...(formatsAuto
+          ? { tool_formats: taught?.join(",") ?? (template === undefined ? "default: no chat template" : "default: template not recognised") }
+          : {}),
+        ...(p.constraints === "auto" ? { constraints } : {})
+      })
+    )
+    return Effect.as(log, resolved)
   })
 }
 
@@ -80,7 +87,7 @@ export const servedFromConfig = (
   models: ReadonlyArray<ModelConfig>
 ): Effect.Effect<ReadonlyArray<ServedModel>, never, NodeHttpClient.Dispatcher> =>
   Effect.forEach(models, (configured) =>
-    Effect.flatMap(resolveToolFormats(configured), (model) =>
+    Effect.flatMap(resolveFromUpstream(configured), (model) =>
       Effect.map(makeProvider(model), (provider) => ({ model, provider }))))
 
 export const make = (options: {

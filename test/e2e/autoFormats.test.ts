@@ -86,3 +86,35 @@ describe("toolFormats: \"auto\"", () => {
       expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: "get_weather" } })
     }))
 })
+
+describe("constraints: \"auto\" (the default)", () => {
+  const requiredCall = (baseURL: string) =>
+    Effect.promise(() =>
+      new OpenAI({ baseURL, apiKey: "test", maxRetries: 0 }).chat.completions.create({
+        model: "m",
+        messages: [{ role: "user", content: "weather?" }],
+        tools: [WEATHER],
+        tool_choice: "required"
+      })
+    )
+  const onTextModel = <A, E, R>(baseUrl: string, test: (server: TestServer.Service) => Effect.Effect<A, E, R>) =>
+    Effect.flatMap(TestServer, test).pipe(
+      Effect.provide(TestServer.layer({ config: { models: [{ id: "m", tools: "text", provider: { type: "openai", baseUrl } }] } }))
+    )
+
+  it.scopedLive("a llama.cpp upstream (it answers /props) is sent the grammar of a request that must call a tool", () =>
+    Effect.gen(function* () {
+      const upstream = yield* upstreamWriting(HERMES_CALL, "{{ messages }}")
+      const answer = yield* onTextModel(upstream.url, (server) => requiredCall(server.baseURL))
+      expect(answer.choices[0]?.finish_reason).toBe("tool_calls")
+      const grammar = (upstream.requests[0]?.body as { grammar?: unknown } | undefined)?.grammar
+      expect(typeof grammar === "string" && grammar.includes("get_weather")).toBe(true)
+    }))
+
+  it.scopedLive("an upstream that is not llama.cpp (no /props) is sent no grammar", () =>
+    Effect.gen(function* () {
+      const upstream = yield* upstreamWriting(HERMES_CALL)
+      yield* onTextModel(upstream.url, (server) => requiredCall(server.baseURL))
+      expect(upstream.requests[0]?.body).not.toHaveProperty("grammar")
+    }))
+})

@@ -1,7 +1,7 @@
 /**
  * Strict at the source (issue 21): a strict tool whose schema a random model cannot satisfy by chance, through a
- * real llama-server with `constraints: "llama.cpp"` — the edge compiles the request's schemas into the grammar of
- * the answer. Every call must be schema-valid at the first attempt (the edge's strict validation would replay it:
+ * real llama-server, found by `constraints: "auto"` (the default) — the edge compiles the request's schemas into
+ * the grammar of the answer. Every call must be schema-valid at the first attempt (the edge's strict validation would replay it:
  * no replay may happen), `tool_choice` required and named honoured, `parallel_tool_calls: false` one call.
  */
 import { Ajv2020 } from "ajv/dist/2020.js"
@@ -14,8 +14,9 @@ const base = (): string => edge?.url ?? ""
 
 beforeAll(async () => {
   edge = await startEdge(upstream, [
-    { id: "constrained", constraints: "llama.cpp", strict: true },
-    { id: "unconstrained", strict: false }
+    // No `constraints`: the default "auto" finds llama.cpp by its /props.
+    { id: "constrained", strict: true },
+    { id: "unconstrained", constraints: "none", strict: false }
   ])
 })
 afterAll(async () => {

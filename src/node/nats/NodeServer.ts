@@ -328,7 +328,7 @@ export const layer = (options: {
         bus: options.bus,
         nodeId,
         models: options.models,
-        refreshModels: Effect.forEach(options.models, Node.resolveToolFormats).pipe(Effect.provide(dispatcher)),
+        refreshModels: Effect.forEach(options.models, Node.resolveFromUpstream).pipe(Effect.provide(dispatcher)),
         ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})
       })
     })

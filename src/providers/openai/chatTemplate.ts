@@ -1,7 +1,7 @@
 /**
- * The chat template an OpenAI-compatible upstream serves, for `toolFormats: "auto"`: llama.cpp answers
- * `GET /props` (beside its `/v1`) with `chat_template`. Anything else (no such route, not JSON, unreachable,
- * slow) is "no template": the caller then keeps every format.
+ * What an OpenAI-compatible upstream says of itself, for `toolFormats: "auto"` and `constraints: "auto"`: llama.cpp
+ * answers `GET /props` (beside its `/v1`) with its `chat_template` and generation settings. Anything else (no such
+ * route, not JSON, unreachable, slow) is "nothing known": the caller then keeps every format and no constraint.
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Duration from "effect/Duration"
@@ -19,17 +19,27 @@ export const propsUrl = (baseUrl: string): URL | undefined => {
   return URL.canParse(`${root}/props`) ? new URL(`${root}/props`) : undefined
 }
 
-const templateOf = (json: unknown): string | undefined => {
-  if (typeof json !== "object" || json === null || !("chat_template" in json)) return undefined
-  const template = json.chat_template
-  return typeof template === "string" && template !== "" ? template : undefined
+/** What the upstream's `/props` says of it: its chat template, and whether it is llama.cpp's server. */
+export interface UpstreamProps {
+  readonly chatTemplate: string | undefined
+  /** llama-server's props carry its generation settings: it takes a GBNF `grammar`. */
+  readonly llamaCpp: boolean
 }
 
-export const fetchChatTemplate = (options: {
+const propsOf = (json: unknown): UpstreamProps | undefined => {
+  if (typeof json !== "object" || json === null) return undefined
+  const template = "chat_template" in json ? json.chat_template : undefined
+  return {
+    chatTemplate: typeof template === "string" && template !== "" ? template : undefined,
+    llamaCpp: "default_generation_settings" in json || "chat_template" in json
+  }
+}
+
+export const fetchProps = (options: {
   readonly baseUrl: string
   readonly apiKey: Redacted.Redacted<string> | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
-}): Effect.Effect<string | undefined, never, NodeHttpClient.Dispatcher> =>
+}): Effect.Effect<UpstreamProps | undefined, never, NodeHttpClient.Dispatcher> =>
   Effect.flatMap(NodeHttpClient.Dispatcher, (dispatcher) => {
     const url = propsUrl(options.baseUrl)
     if (url === undefined) return Effect.succeed(undefined)
@@ -49,7 +59,7 @@ export const fetchChatTemplate = (options: {
       }
       const text = await response.body.text()
       if (text.length > MAX_PROPS_BYTES) return undefined
-      return templateOf(JSON.parse(text))
+      return propsOf(JSON.parse(text))
     }).pipe(
       Effect.timeoutOption(PROPS_TIMEOUT),
       Effect.map(Option.getOrUndefined),
