@@ -23,10 +23,11 @@ export const OpenAiProviderConfig = Schema.Struct({
   /**
    * What the upstream can constrain: `llama.cpp` takes a GBNF `grammar`, so a text-mode request that must call a
    * tool (`tool_choice` required or named) or has a strict tool is sent the grammar of its legal answers, compiled
-   * from its tools' JSON Schemas; `none` sends no constraint and relies on validation; `auto` (the default) is
-   * `llama.cpp` when the upstream answers llama.cpp's `GET /props`, read by its node when it starts.
+   * from its tools' JSON Schemas; `none` (the default) sends no constraint and relies on validation; `auto` is
+   * `llama.cpp` when the upstream answers llama.cpp's `GET /props`, read by its node when it starts. Not the default
+   * yet: it is one more request to every upstream at start, which an operator should choose.
    */
-  constraints: Schema.optionalWith(Schema.Literal("auto", "llama.cpp", "none"), { default: () => "auto" as const })
+  constraints: Schema.optionalWith(Schema.Literal("auto", "llama.cpp", "none"), { default: () => "none" as const })
 })
 
 export const ProviderConfig = Schema.Union(EchoProviderConfig, OpenAiProviderConfig)

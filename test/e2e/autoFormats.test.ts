@@ -87,7 +87,7 @@ describe("toolFormats: \"auto\"", () => {
     }))
 })
 
-describe("constraints: \"auto\" (the default)", () => {
+describe("constraints: \"auto\"", () => {
   const requiredCall = (baseURL: string) =>
     Effect.promise(() =>
       new OpenAI({ baseURL, apiKey: "test", maxRetries: 0 }).chat.completions.create({
@@ -99,7 +99,7 @@ describe("constraints: \"auto\" (the default)", () => {
     )
   const onTextModel = <A, E, R>(baseUrl: string, test: (server: TestServer.Service) => Effect.Effect<A, E, R>) =>
     Effect.flatMap(TestServer, test).pipe(
-      Effect.provide(TestServer.layer({ config: { models: [{ id: "m", tools: "text", provider: { type: "openai", baseUrl } }] } }))
+      Effect.provide(TestServer.layer({ config: { models: [{ id: "m", tools: "text", provider: { type: "openai", baseUrl, constraints: "auto" } }] } }))
     )
 
   it.scopedLive("a llama.cpp upstream (it answers /props) is sent the grammar of a request that must call a tool", () =>

@@ -1,6 +1,6 @@
 /**
  * Strict at the source (issue 21): a strict tool whose schema a random model cannot satisfy by chance, through a
- * real llama-server, found by `constraints: "auto"` (the default) — the edge compiles the request's schemas into
+ * real llama-server, found by `constraints: "auto"` — the edge compiles the request's schemas into
  * the grammar of the answer. Every call must be schema-valid at the first attempt (the edge's strict validation would replay it:
  * no replay may happen), `tool_choice` required and named honoured, `parallel_tool_calls: false` one call.
  */
@@ -14,9 +14,9 @@ const base = (): string => edge?.url ?? ""
 
 beforeAll(async () => {
   edge = await startEdge(upstream, [
-    // No `constraints`: the default "auto" finds llama.cpp by its /props.
-    { id: "constrained", strict: true },
-    { id: "unconstrained", constraints: "none", strict: false }
+    // "auto" finds llama.cpp by its /props.
+    { id: "constrained", constraints: "auto", strict: true },
+    { id: "unconstrained", strict: false }
   ])
 })
 afterAll(async () => {

@@ -22,7 +22,7 @@ export interface ModelEntry {
   readonly grammar?: string
   readonly toolFormats?: ReadonlyArray<string>
   /** `llama.cpp`: the edge compiles the request's tool schemas into the grammar. */
-  readonly constraints?: "llama.cpp" | "none"
+  readonly constraints?: "auto" | "llama.cpp" | "none"
   readonly strict?: boolean
 }
 
