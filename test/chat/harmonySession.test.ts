@@ -4,6 +4,7 @@ import * as Session from "../../src/chat/session.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { sessionConfig, weatherTool } from "../support/fixtures.js"
 import { runSession } from "../support/runSession.js"
+import { splitAt } from "../support/splits.js"
 
 /** gpt-oss (harmony) through the whole session: its channels become reasoning, content and calls, at any split. */
 
@@ -23,17 +24,8 @@ const outcome = (out: ReadonlyArray<Session.Emission>): Outcome => ({
   terminal: out.filter(Session.isTerminal).map((e) => (e._tag === "Finish" ? e.finishReason : e.error._tag)).join()
 })
 
-const splitRun = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<Session.SessionInput> => {
-  const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const pieces: Array<string> = []
-  let from = 0
-  for (const cut of at) {
-    pieces.push(text.slice(from, cut))
-    from = cut
-  }
-  pieces.push(text.slice(from))
-  return [...pieces.map((p) => RunEvent.delta(p)), done]
-}
+const splitRun = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<Session.SessionInput> =>
+  [...splitAt(text, cuts).map((p) => RunEvent.delta(p)), done]
 
 const CALL = "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary " +
   "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>"

@@ -4,6 +4,7 @@ import * as Session from "../../src/chat/session.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { sessionConfig, weatherTool } from "../support/fixtures.js"
 import { runSession } from "../support/runSession.js"
+import { splitAt } from "../support/splits.js"
 
 /** The edges of a call (issue 20, item 5): cut off by the token limit, written in the reasoning. */
 
@@ -17,16 +18,8 @@ const outcome = (out: ReadonlyArray<Session.Emission>) => ({
 })
 
 /** The text cut into deltas at the given points (as reads deliver it), then the run's end. */
-const deltas = (text: string, cuts: ReadonlyArray<number>, end: RunEvent.RunEvent): Array<Session.SessionInput> => {
-  const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const out: Array<Session.SessionInput> = []
-  let from = 0
-  for (const cut of [...at, text.length]) {
-    out.push(RunEvent.delta(text.slice(from, cut)))
-    from = cut
-  }
-  return [...out, end]
-}
+const deltas = (text: string, cuts: ReadonlyArray<number>, end: RunEvent.RunEvent): Array<Session.SessionInput> =>
+  [...splitAt(text, cuts).map((p) => RunEvent.delta(p)), end]
 
 const config = sessionConfig({ tools: [weatherTool] })
 const strict = sessionConfig({ tools: [weatherTool], policy: { strict: true } })

@@ -1,6 +1,7 @@
-import { FastCheck as fc } from "effect"
 import * as Holdback from "../../src/chat/filters/holdback.js"
 import type { ParsedToolCall } from "../../src/chat/toolcalls/types.js"
+
+export { randomCase, splitAt } from "./splits.js"
 
 /** The hold-back's outputs as every split of a response must agree on them: texts merged, reasons dropped. */
 export type Event =
@@ -41,22 +42,3 @@ export const outputsFrom = (
   outputs.push(...Holdback.flush(state))
   return outputs
 }
-
-/** The text cut at these points (taken modulo its length + 1, deduplicated). */
-export const splitAt = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
-  const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const c of at) {
-    chunks.push(text.slice(from, c))
-    from = c
-  }
-  chunks.push(text.slice(from))
-  return chunks
-}
-
-/** The text with each letter in a random case (tags match in any case). */
-export const randomCase = (text: string): fc.Arbitrary<string> =>
-  fc.array(fc.boolean(), { minLength: text.length, maxLength: text.length }).map((upper) =>
-    Array.from(text, (ch, i) => (upper[i] ? ch.toUpperCase() : ch.toLowerCase())).join("")
-  )

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Harmony from "../../../src/chat/filters/harmony.js"
 import * as Sentinel from "../../../src/chat/filters/sentinel.js"
+import { everySplit, splitAt, units } from "../../support/splits.js"
 
 type Out = Harmony.HarmonyOutput
 
@@ -35,27 +36,6 @@ const run = (chunks: ReadonlyArray<string>): ReadonlyArray<Out> => normalise(run
 const content = (text: string): Out => ({ _tag: "Content", text })
 const reasoning = (text: string): Out => ({ _tag: "Reasoning", text })
 const call = (name: string, args: string): Out => ({ _tag: "Call", call: { name, arguments: args } })
-
-const splitAt = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
-  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const p of points) {
-    chunks.push(text.slice(from, p))
-    from = p
-  }
-  chunks.push(text.slice(from))
-  return chunks
-}
-
-const units = (text: string): ReadonlyArray<string> => text.split("")
-
-const everySplit = (text: string, check: (chunks: ReadonlyArray<string>) => void) => {
-  for (let i = 0; i <= text.length; i++) {
-    for (let j = i; j <= text.length; j++) check([text.slice(0, i), text.slice(i, j), text.slice(j)])
-  }
-  check(units(text))
-}
 
 const hasMarker = (text: string): boolean => {
   const lower = text.toLowerCase()

@@ -10,6 +10,7 @@ import { type BareFormat, calls, isWhitespace, lowerCode } from "../../../src/ch
 import { type Registry, registry, type TagOpener } from "../../../src/chat/toolcalls/registry.js"
 import type { RequestTool } from "../../../src/chat/toolcalls/types.js"
 import { canonical, type Event, outputsFrom, splitAt } from "../../support/holdbackSplits.js"
+import { randomCase } from "../../support/splits.js"
 
 const tools: ReadonlyArray<RequestTool> = [{ name: "get_weather" }, { name: "search" }]
 
@@ -142,10 +143,6 @@ const reference = (text: string, openers: ReadonlyArray<TagOpener>): ReadonlyArr
 
 // ---- generated responses: fragments of every shape's tags (on or off), near misses and prose ----
 
-const randomCase = (text: string) =>
-  fc.array(fc.boolean(), { minLength: text.length, maxLength: text.length }).map((upper) =>
-    Array.from(text, (ch, i) => (upper[i] ? ch.toUpperCase() : ch.toLowerCase())).join("")
-  )
 const prefixOf = (tag: string) => fc.integer({ min: 1, max: tag.length }).chain((n) => randomCase(tag.slice(0, n)))
 
 const fragment = fc.oneof(

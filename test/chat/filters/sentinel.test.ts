@@ -3,6 +3,7 @@ import { FastCheck as fc } from "effect"
 import * as Harmony from "../../../src/chat/filters/harmony.js"
 import * as Sentinel from "../../../src/chat/filters/sentinel.js"
 import * as Think from "../../../src/chat/filters/think.js"
+import { splitAt } from "../../support/splits.js"
 
 const run = (sentinels: ReadonlyArray<string>, chunks: ReadonlyArray<string>): string => {
   let state = Sentinel.initial(sentinels)
@@ -19,18 +20,6 @@ const run = (sentinels: ReadonlyArray<string>, chunks: ReadonlyArray<string>): s
 const reference = (sentinels: ReadonlyArray<string>, text: string): string => {
   const ends = sentinels.filter((s) => s !== "").map((s) => text.indexOf(s)).filter((i) => i >= 0)
   return ends.length === 0 ? text : text.slice(0, Math.min(...ends))
-}
-
-const splitAt = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
-  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const p of points) {
-    chunks.push(text.slice(from, p))
-    from = p
-  }
-  chunks.push(text.slice(from))
-  return chunks
 }
 
 const units = (text: string): ReadonlyArray<string> => text.split("")

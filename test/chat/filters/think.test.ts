@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Sentinel from "../../../src/chat/filters/sentinel.js"
 import * as Think from "../../../src/chat/filters/think.js"
+import { everySplit, splitAt, units } from "../../support/splits.js"
 
 interface Routed {
   readonly content: string
@@ -67,27 +68,6 @@ const reference = (implicitOpen: boolean, text: string, pairs = Think.DEFAULT_TH
 const referenceComposed = (implicitOpen: boolean, text: string): Routed => {
   const ends = Sentinel.DEFAULT_SENTINELS.map((s) => text.indexOf(s)).filter((i) => i >= 0)
   return reference(implicitOpen, ends.length === 0 ? text : text.slice(0, Math.min(...ends)))
-}
-
-const splitAt = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
-  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const p of points) {
-    chunks.push(text.slice(from, p))
-    from = p
-  }
-  chunks.push(text.slice(from))
-  return chunks
-}
-
-const units = (text: string): ReadonlyArray<string> => text.split("")
-
-const everySplit = (text: string, check: (chunks: ReadonlyArray<string>) => void) => {
-  for (let i = 0; i <= text.length; i++) {
-    for (let j = i; j <= text.length; j++) check([text.slice(0, i), text.slice(i, j), text.slice(j)])
-  }
-  check(units(text))
 }
 
 const whitespace = fc

@@ -7,6 +7,9 @@ import { FastCheck as fc } from "effect"
 import * as Holdback from "../../../src/chat/filters/holdback.js"
 import type { ParsedToolCall, RequestTool, TextFormat } from "../../../src/chat/toolcalls/types.js"
 import { canonical, type Event, outputsOf, splitAt } from "../../support/holdbackSplits.js"
+import { randomCase } from "../../support/splits.js"
+
+export { randomCase }
 
 export { splitAt }
 
@@ -208,10 +211,6 @@ export const expectCase = (c: Case, at: ReadonlyArray<number>, opts: Holdback.To
 }
 
 /** Markers in random ASCII case (tag matching ignores ASCII case). */
-export const randomCase = (t: string) =>
-  fc.array(fc.boolean(), { minLength: t.length, maxLength: t.length }).map((upper) =>
-    Array.from(t, (ch, i) => (upper[i] ? ch.toUpperCase() : ch.toLowerCase())).join("")
-  )
 
 /** Every markup format on at once (the marker-less bare shapes aside). */
 export const ALL_MARKUP: ReadonlyArray<TextFormat> = [
