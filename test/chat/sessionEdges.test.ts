@@ -85,3 +85,23 @@ describe("a call written in the reasoning", () => {
     expect(outcome(runSession(config, inputs))).toEqual({ content: "Hi.", reasoning: "Maybe  then.", calls: [], terminal: "stop" })
   })
 })
+
+describe("a call to a tool the request did not declare", () => {
+  const stop = complete("stop")
+  it("in a family with markers of its own is a call (markup never shown); strict rejects it", () => {
+    const text = "<tool_call>{\"name\": \"other\", \"arguments\": {}}</tool_call>"
+    expect(outcome(runSession(config, deltas(text, [], stop)))).toEqual({
+      content: "",
+      reasoning: "",
+      calls: [["other", "{}"]],
+      terminal: "tool_calls"
+    })
+    expect(outcome(runSession(strict, deltas(text, [], stop))).terminal).toBe("ToolValidationFailed")
+  })
+
+  it("in a shape without markers (bare JSON, a pythonic list) stays text, so prose is not misread", () => {
+    for (const text of ["{\"name\": \"other\", \"arguments\": {}}", "[other(a=1)]"]) {
+      expect(outcome(runSession(config, deltas(text, [3], stop)))).toEqual({ content: text, reasoning: "", calls: [], terminal: "stop" })
+    }
+  })
+})
