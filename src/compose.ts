@@ -64,9 +64,6 @@ export class Internals {
   }
 }
 
-export const internalsContext = (internals: Internals): Context.Context<InternalServices> =>
-  contextOfInternals(internals)
-
 /** The tag of the edge's own services (opaque): provided by `Edge.layerFrom`, read by the routes. */
 export class EdgeInternals extends Context.Tag("@iop/edge/EdgeInternals")<EdgeInternals, Internals>() {}
 
@@ -114,18 +111,18 @@ export const compose = <E>(parts: {
 export const withInternals = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, Exclude<R, InternalServices> | EdgeInternals> =>
-  Effect.flatMap(EdgeInternals, (internals) => Effect.provide(effect, internalsContext(internals)))
+  Effect.flatMap(EdgeInternals, (internals) => Effect.provide(effect, contextOfInternals(internals)))
 
 /** Provides the edge's own services, from `EdgeInternals`, to a layer that needs some of them. */
 export const layerWithInternals = <A, E, R>(
   layer: Layer.Layer<A, E, R>
 ): Layer.Layer<A, E, Exclude<R, InternalServices> | EdgeInternals> =>
   Layer.unwrapEffect(
-    Effect.map(EdgeInternals, (internals) => layer.pipe(Layer.provide(Layer.succeedContext(internalsContext(internals)))))
+    Effect.map(EdgeInternals, (internals) => layer.pipe(Layer.provide(Layer.succeedContext(contextOfInternals(internals)))))
   )
 
 /** A layer that provides `EdgeInternals`, with the edge's own services beside it (for tests of internal services). */
 export const exposeInternals = <A, E, R>(
   layer: Layer.Layer<A | EdgeInternals, E, R>
 ): Layer.Layer<A | EdgeInternals | InternalServices, E, R> =>
-  Layer.provideMerge(Layer.effectContext(Effect.map(EdgeInternals, internalsContext)), layer)
+  Layer.provideMerge(Layer.effectContext(Effect.map(EdgeInternals, (internals) => contextOfInternals(internals))), layer)
