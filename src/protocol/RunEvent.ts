@@ -57,6 +57,15 @@ export const Delta = Schema.TaggedStruct("Delta", {
   logprobs: Schema.optional(Schema.Array(TokenLogprob))
 })
 export const ReasoningDelta = Schema.TaggedStruct("ReasoningDelta", { text: Schema.String })
+/**
+ * `Complete.metadata[CONSTRAINT_KEY]`: how the provider constrained the answer's output at its upstream —
+ * `grammar` (a GBNF grammar: llama.cpp's `grammar`, vLLM's structured-output grammar), `json_schema` (a JSON Schema
+ * of the whole answer: Ollama's `format`), or `none` (validation only). Absent: the provider does not say.
+ */
+export const CONSTRAINT_KEY = "constraint"
+export const OutputConstraint = Schema.Literal("grammar", "json_schema", "none")
+export type OutputConstraint = typeof OutputConstraint.Type
+
 export const Complete = Schema.TaggedStruct("Complete", {
   finishReason: Schema.String,
   toolCalls: Schema.Array(NativeToolCall),

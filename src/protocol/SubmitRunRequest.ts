@@ -106,6 +106,11 @@ export const SubmitRunRequest = Schema.Struct({
    * answer instead of a stream (cheaper to read), and then says so through `RunSink.awaitWhole`.
    */
   wholeAnswer: Schema.optional(Schema.Boolean),
+  /**
+   * On a replay of an answer whose call to this tool was invalid: a provider whose upstream can constrain its output
+   * constrains the replay to a valid call of this tool; one that cannot replays the request exactly.
+   */
+  replayTool: Schema.optional(Schema.String),
   /** Trace flags, and on a retry `attempt`, `failed_run_id` and `reason`. */
   metadata: Schema.Record({ key: Schema.String, value: Schema.String })
 })
