@@ -1,5 +1,5 @@
 /**
- * The edge's layers (public): its services for a config, the routes and middleware to mount, the serving layers,
+ * The edge's layers (public): its services for a config, the routes to mount (their middleware on them), the serving layers,
  * the whole `iop edge` process. Layer names follow one rule: `layer` is what most users want, `layerX` its
  * variants. The edge's own services (the door, the response path, limits, the lifecycle) travel opaque inside
  * `EdgeInternals`; what a user may call is `ChatCompletions`, `RunService`, `NodeRegistry` and `Metrics`.
@@ -26,12 +26,11 @@ import type { NodeRegistry } from "./run/NodeRegistry.js"
 import type { RunService } from "./run/RunService.js"
 
 export { EdgeInternals, Internals } from "./compose.js"
-export type { EdgeMiddleware } from "./http/HttpLive.js"
 
 /** What the edge's layers provide: the services a user may call, and the edge's own (opaque). */
 export type EdgeServices = ChatCompletions | RunService | NodeRegistry | Metrics.Metrics | Compose.EdgeInternals
 
-/** What the routes and the middleware read. */
+/** What the routes read. */
 export type RouteServices = EdgeConfig.EdgeConfig | Metrics.Metrics | NodeRegistry | Compose.EdgeInternals
 
 /** Metrics with the process's own (CPU, memory, event loop) beside the edge's. */
@@ -96,20 +95,14 @@ export const layerConfig = (
 /**
  * The edge's HTTP API as a router to mount beside your own routes (`HttpRouter.concat`, `HttpRouter.mount`):
  * `/v1/chat/completions`, `/v1/responses`, `/v1/messages` (+ `count_tokens`), `/v1/models`, `GET|HEAD /`,
- * `/healthz`, `/metrics`. No catch-all, no server of its own; each handler logs at the config's `log.level`.
+ * `/healthz`, `/metrics`, and `OPTIONS` of each (CORS preflights). No catch-all, no server of its own. The edge's
+ * middleware — request id (`x-request-id`), drain tracking, the Host/Origin checks and CORS, one access-log line
+ * per request at the config's `log.level`, and on a Node server the handling of an unread request body — is on
+ * each of these routes and on nothing else: mounting them never changes how the app's own routes answer.
  */
 export const routes: Effect.Effect<HttpRouter.HttpRouter, never, RouteServices> = Compose.withInternals(HttpLive.routes)
 
-/**
- * The edge's middleware, to wrap the app that serves `routes`: request id (`x-request-id`), open-request
- * tracking for the drain, the Host/Origin checks and CORS, one access-log line per request, and on a Node server
- * the handling of an unread request body.
- */
-export const middleware: Effect.Effect<HttpLive.EdgeMiddleware, never, RouteServices> = Compose.withInternals(
-  HttpLive.middleware
-)
-
-/** The edge server's app: `routes`, a JSON 404 in the caller's API's shape for anything else, `middleware`. */
+/** The edge server's app: its routes, a JSON 404 in the caller's API's shape for anything else, the edge's middleware over both. */
 export const httpApp = Compose.withInternals(HttpLive.httpApp)
 
 /** The routes served on a given HttpServer, with graceful shutdown, over the services you give. */

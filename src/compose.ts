@@ -16,6 +16,7 @@ import { EdgeConfig } from "./config/EdgeConfig.js"
 import { ChatCompletions } from "./dialects/chat-completions/ChatCompletions.js"
 import { layer as chatCompletionsLayer } from "./dialects/chat-completions/typedApi.js"
 import * as Lifecycle from "./http/Lifecycle.js"
+import * as Shutdown from "./http/Shutdown.js"
 import { Metrics } from "./observability/Metrics.js"
 import * as NodeRegistry from "./run/NodeRegistry.js"
 import * as RunService from "./run/RunService.js"
@@ -41,12 +42,13 @@ export const chatLayer: Layer.Layer<ChatRun.Chat, never, EdgeConfig | RunService
 /** The services a user of the edge may name. */
 export type PublicServices = ChatCompletions | RunService.RunService | NodeRegistry.NodeRegistry | Metrics
 
-/** The edge's own services: the door, the response path, the chat plane, limits and the lifecycle. */
+/** The edge's own services: the door, the response path, the chat plane, limits, the lifecycle and its drain. */
 export type InternalServices =
   | Gateway.Gateway
   | Responder.Responder
   | ChatRun.Chat
   | Lifecycle.Lifecycle
+  | Shutdown.Shutdown
   | Limits.Limits
 
 let contextOfInternals: (internals: Internals) => Context.Context<InternalServices>
@@ -81,14 +83,16 @@ export const composeAll = <E>(parts: {
   readonly metrics: Layer.Layer<Metrics>
   readonly nodes: Layer.Layer<never, E, NodeRegistry.NodeRegistry | EdgeConfig>
 }): Layer.Layer<PublicServices | InternalServices | EdgeConfig, E | ApiKeySourceError, EdgeConfig> =>
-  Layer.mergeAll(chatCompletionsLayer, parts.nodes).pipe(
+  // The drain is built last, so it is closed first: open runs are drained and cancelled while the nodes and the
+  // run plane still serve them (a node's upstream pool, closed, would cut its open runs without a grace period).
+  Shutdown.layer.pipe(Layer.provideMerge(Layer.mergeAll(chatCompletionsLayer, parts.nodes).pipe(
     Layer.provideMerge(Gateway.layer),
     Layer.provideMerge(Responder.layer),
     Layer.provideMerge(chatLayer),
     Layer.provideMerge(runPlaneLayer),
     Layer.provideMerge(Layer.mergeAll(parts.metrics, Lifecycle.layer, Limits.layerFromConfig)),
     Layer.provideMerge(resolvedConfigLayer)
-  )
+  )))
 
 /** `composeAll` with the internal services put away in `EdgeInternals`. */
 export const compose = <E>(parts: {
@@ -101,7 +105,7 @@ export const compose = <E>(parts: {
         Context.add(
           EdgeInternals,
           makeInternals(
-            Context.pick(Gateway.Gateway, Responder.Responder, ChatRun.Chat, Lifecycle.Lifecycle, Limits.Limits)(all)
+            Context.pick(Gateway.Gateway, Responder.Responder, ChatRun.Chat, Lifecycle.Lifecycle, Shutdown.Shutdown, Limits.Limits)(all)
           )
         )
       ))

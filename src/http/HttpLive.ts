@@ -22,9 +22,9 @@ import { EdgeConfig, type ServerConfig } from "../config/EdgeConfig.js"
 import * as Logging from "../observability/Logging.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { NodeRegistry } from "../run/NodeRegistry.js"
-import { RunService } from "../run/RunService.js"
 import { HostNotAllowed, OriginNotAllowed } from "../chat/EdgeError.js"
 import { Lifecycle } from "./Lifecycle.js"
+import { Shutdown } from "./Shutdown.js"
 import { nodeSource } from "./nodeSource.js"
 import { fromNodeServer, Listener } from "./Listener.js"
 import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
@@ -119,19 +119,20 @@ export type RouteServices = EdgeConfig | Gateway | Metrics | Lifecycle | NodeReg
 /**
  * The edge's HTTP API as a router to mount beside your own routes (`HttpRouter.concat`, `HttpRouter.mount`):
  * `/v1/chat/completions`, `/v1/responses`, `/v1/messages` (+ `count_tokens`), `/v1/models`, `GET|HEAD /`,
- * `/healthz`, `/metrics`. No catch-all, no server of its own; each handler logs at the config's `log.level`.
+ * `/healthz`, `/metrics`, and `OPTIONS` of each (CORS preflights). No catch-all, no server of its own. The edge's
+ * middleware (request id, drain tracking, Host/Origin and CORS, access log, unread bodies) is on each of these
+ * routes and on nothing else: mounting them never changes how the app's own routes answer.
  */
 export const routes: Effect.Effect<HttpRouter.HttpRouter, never, RouteServices> = Effect.gen(function* () {
   const table = yield* makeRoutes
-  return withLevel(toRouter(table), Logging.levels[(yield* EdgeConfig).log.level])
+  const wrap = yield* middleware
+  const paths = Array.from(new Set(table.map((r) => r.path)))
+  // A preflight of one of the edge's paths is the edge's to answer (the middleware's browser gate); one that is
+  // not a preflight gets the edge's 404, as on the edge's own server.
+  const preflights = paths.map((path) => HttpRouter.makeRoute("OPTIONS", path, notFound))
+  const router = HttpRouter.concat(toRouter(table), HttpRouter.fromIterable(preflights))
+  return HttpRouter.use(router, (handler) => wrap(handler))
 })
-
-// Set for the rest of the request's fiber (not `locally`): the request scope's finalizers (the run's summary line)
-// run in that fiber after the handler returns.
-const withLevel = <E, R>(router: HttpRouter.HttpRouter<E, R>, level: LogLevel.LogLevel) => {
-  const setLevel = Logging.setFiberLogLevel(level)
-  return HttpRouter.use(router, (handler) => Effect.zipRight(setLevel, handler))
-}
 
 /**
  * The routes served without the router for a request whose URL is a route's path as written (what clients send):
@@ -177,13 +178,11 @@ export const middleware: Effect.Effect<EdgeMiddleware, never, EdgeConfig | Metri
 /** The edge server's app: `routes`, a JSON 404 in the caller's API's shape for anything else, `middleware`. */
 export const httpApp = Effect.gen(function* () {
   const table = yield* makeRoutes
-  const config = yield* EdgeConfig
   const wrap = yield* middleware
-  const router = withLevel(toRouter(table), Logging.levels[config.log.level])
   // Built once: `toHttpApp` constructs the route tree, which must not happen per request.
-  const app = yield* HttpRouter.toHttpApp(HttpRouter.all(router, "*", notFound))
-  // Applied to the app itself (not as `serve`'s middleware, which runs after the response is written). The
-  // middleware sets the log level before the handler runs, as `withLevel` does on the router's routes.
+  const app = yield* HttpRouter.toHttpApp(HttpRouter.all(toRouter(table), "*", notFound))
+  // Applied to the app itself (not as `serve`'s middleware, which runs after the response is written); it sets
+  // the request fiber's log level before any handler runs.
   return wrap(dispatch(table, app))
 })
 
@@ -192,58 +191,35 @@ export const layerApp: Layer.Layer<never, never, HttpServer.HttpServer | RouteSe
   Effect.map(httpApp, (app) => HttpServer.serve(app))
 )
 
-/** What shutdown may take after `server.shutdownGraceMs` when callers remain: the contract's bound is one second. */
-const AFTER_GRACE_MS = 800
-
 /**
- * Marks the edge serving once it listens, and on shutdown (its finalizer runs
- * before the server closes): refuse new requests (503, `Connection: close`),
- * let open ones finish within `server.shutdownGraceMs`, then cancel what is
- * left so every caller gets its terminal event. Last, the listener stops
- * accepting while the routes are still installed, so a request already on a
- * connection is answered 503 rather than reset.
+ * On shutdown (its finalizer runs before the server closes): the edge's drain (`Shutdown`: refuse new requests
+ * with 503, let open ones finish within `server.shutdownGraceMs`, cancel what is left), then the listener stops
+ * accepting while the routes are still installed, so a request already on a connection is answered 503 rather
+ * than reset.
  */
-export const layerGracefulShutdown: Layer.Layer<never, never, HttpServer.HttpServer | Lifecycle | RunService | EdgeConfig> =
-  Layer.scopedDiscard(
-    Effect.gen(function* () {
-      yield* HttpServer.HttpServer
-      const lifecycle = yield* Lifecycle
-      const runs = yield* RunService
-      const config = yield* EdgeConfig
-      // The finalizer runs uninterruptibly in an interrupted fiber, where no timeout could fire:
-      // each wait runs in a fiber of its own, made interruptible so that its timeout can win.
-      const waitIdle = (ms: number) =>
-        Effect.forkDaemon(Effect.interruptible(lifecycle.awaitIdle(ms))).pipe(Effect.flatMap(Fiber.join))
-      yield* HttpServer.logAddress
-      yield* Effect.addFinalizer(() =>
-        Effect.gen(function* () {
-          yield* lifecycle.startDraining
-          const open = yield* lifecycle.open
-          yield* Effect.logInfo("draining").pipe(Effect.annotateLogs({ open_requests: open }))
-          const drained = yield* waitIdle(config.server.shutdownGraceMs)
-          // After the grace period, one second in all: cancel every run at once, give callers what is left of
-          // it to read their error, close the listener. Connections still open then (clients that stopped
-          // reading) are closed by the server's own finalizer: nothing waits on a client past the bound.
-          const deadline = (yield* Clock.currentTimeMillis) + (drained ? 1_000 : AFTER_GRACE_MS)
-          const left = Effect.map(Clock.currentTimeMillis, (now) => Math.max(0, deadline - now))
-          if (!drained) {
-            yield* Effect.logWarning("grace period over: cancelling open runs")
-            yield* runs.cancelAll("edge shutting down", AFTER_GRACE_MS / 2)
-            yield* waitIdle(Math.min(AFTER_GRACE_MS / 2, yield* left))
-          }
-          const listener = yield* Effect.serviceOption(Listener)
-          if (Option.isSome(listener)) {
-            const budget = Math.max(50, yield* left)
-            const closed = yield* Effect.forkDaemon(Effect.interruptible(listener.value.close(budget))).pipe(
-              Effect.flatMap(Fiber.join)
-            )
-            if (!closed) yield* Effect.logWarning("connections still open after the drain: closing them")
-          }
-          yield* Effect.logInfo("stopped")
-        })
-      )
-    })
-  )
+export const layerGracefulShutdown: Layer.Layer<never, never, HttpServer.HttpServer | Shutdown> = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    yield* HttpServer.HttpServer
+    const shutdown = yield* Shutdown
+    yield* HttpServer.logAddress
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        const deadline = yield* shutdown.drain
+        // Connections still open after it (clients that stopped reading) are closed by the server's own
+        // finalizer: nothing waits on a client past the bound.
+        const listener = yield* Effect.serviceOption(Listener)
+        if (Option.isSome(listener)) {
+          const budget = Math.max(50, deadline - (yield* Clock.currentTimeMillis))
+          const closed = yield* Effect.forkDaemon(Effect.interruptible(listener.value.close(budget))).pipe(
+            Effect.flatMap(Fiber.join)
+          )
+          if (!closed) yield* Effect.logWarning("connections still open after the drain: closing them")
+        }
+        yield* Effect.logInfo("stopped")
+      })
+    )
+  })
+)
 
 /**
  * Node's options for the configured slow-client timeouts. Node enforces both

@@ -159,7 +159,7 @@ function layer(options: TestEdge.Options<never, unknown, unknown> = {}): Layer.L
  * takes `TestEdge.layer`'s options and provides the same services, plus this one: the server's `url`, a
  * `client` pointed at it, and `chat` / `chatStream` for Chat Completions.
  *
- * The app is the edge's (`Edge.routes` + `Edge.middleware`, its 404s) on the edge's own Node server with the
+ * The app is the edge's (`Edge.httpApp`: its routes, its 404s, its middleware) on the edge's own Node server with the
  * config's server options, bound to an ephemeral port of 127.0.0.1. It is served without the graceful
  * shutdown of `Edge.layerServe`: when the test's scope closes, every connection is closed at once (runs still open
  * are cancelled) instead of drained, so a test that leaves a stream open does not wait for a grace period.

@@ -5,9 +5,13 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
 import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
+import * as http from "node:http"
 import { createServer } from "node:http"
 import * as Edge from "../../src/Edge.js"
 import * as LocalNode from "../../src/run/LocalNode.js"
@@ -25,12 +29,11 @@ const mine = LocalNode.layerModel(
   )
 )
 
-/** The user's app: its own route and middleware, the edge's routes beside them, its own server. */
+/** The user's app: its own route and middleware, the edge's routes (their middleware on them) beside them, its own server. */
 const appWith = (config: Edge.EdgeConfigInput, cookie = false) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const edgeRoutes = yield* Edge.routes
-      const edgeMiddleware = yield* Edge.middleware
       const router = HttpRouter.empty.pipe(
         HttpRouter.get("/mine/hello", HttpServerResponse.text("hello from my app")),
         HttpRouter.concat(edgeRoutes)
@@ -40,7 +43,7 @@ const appWith = (config: Edge.EdgeConfigInput, cookie = false) =>
           const stamped = HttpServerResponse.setHeader(r, "x-my-app", "1")
           return cookie ? HttpServerResponse.unsafeSetCookie(stamped, "seen", "1") : stamped
         }))
-      return HttpServer.serve(stamp(edgeMiddleware(yield* HttpRouter.toHttpApp(router))))
+      return HttpServer.serve(stamp(yield* HttpRouter.toHttpApp(router)))
     })
   ).pipe(
     Layer.provide(Edge.layerFrom({ metrics: Edge.layerMetricsTest, nodes: Layer.merge(Edge.layerEmbeddedNode, mine) })),
@@ -140,6 +143,74 @@ describe("the edge as a library", () => {
       }).pipe(Effect.provide(appWith({ log: { level }, models: [] }).pipe(Layer.provide(capture))), Effect.scoped)
       return lines.flatMap((m): Array<unknown> => (Array.isArray(m) ? m : [m]))
     })
+
+  /** A request with the Host and headers a browser behind the app's reverse proxy would send. */
+  const raw = (url: string, options: { method: string; path: string; headers: Record<string, string> }) =>
+    Effect.async<{ status: number; headers: http.IncomingHttpHeaders }>((resume) => {
+      const { port } = new URL(url)
+      const request = http.request({ host: "127.0.0.1", port, method: options.method, path: options.path, headers: options.headers }, (response) => {
+        response.resume()
+        response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0, headers: response.headers })))
+      })
+      request.end()
+    })
+
+  it.scopedLive("the edge's Host, Origin and CORS policy is its routes' own: the app's routes answer as if the edge were not mounted", () =>
+    Effect.gen(function* () {
+      const url = yield* base
+      const proxied = { host: "myapp.example.com", origin: "https://elsewhere.example" }
+      // The app's own route, behind a Host the edge does not allow and with an Origin it does not know: the app's answer.
+      const own = yield* raw(url, { method: "GET", path: "/mine/hello", headers: proxied })
+      expect(own.status).toBe(200)
+      expect(own.headers["x-request-id"]).toBeUndefined()
+      expect(own.headers["access-control-allow-origin"]).toBeUndefined()
+      // The edge's routes keep their policy: the Host is refused there, by name.
+      const edge = yield* raw(url, { method: "GET", path: "/v1/models", headers: proxied })
+      expect(edge.status).toBe(403)
+      // A preflight of an edge route from an allowed origin is the edge's; of the app's route, the app's (no CORS).
+      const allowed = { host: "127.0.0.1", origin: "https://app.example", "access-control-request-method": "POST" }
+      const preflight = yield* raw(url, { method: "OPTIONS", path: "/v1/chat/completions", headers: allowed })
+      expect(preflight.status).toBe(204)
+      expect(preflight.headers["access-control-allow-origin"]).toBe("https://app.example")
+      const appPreflight = yield* raw(url, { method: "OPTIONS", path: "/mine/hello", headers: allowed })
+      expect(appPreflight.headers["access-control-allow-origin"]).toBeUndefined()
+    }).pipe(Effect.provide(appWith({ log: { level: "none" }, server: { cors: { allowedOrigins: ["https://app.example"] } }, models: [echo] }))))
+
+  it.live("closing an app that mounts the routes cancels its open streams (after server.shutdownGraceMs): nothing waits for the idle timeout", () =>
+    Effect.gen(function* () {
+      // A model that says one word and then nothing, under the default idle timeout (60 s, past the test's timeout).
+      const silent = LocalNode.layerModel({ id: "silent" }, Provider.fromStream(() => Stream.concat(Stream.make(RunEvent.delta("first")), Stream.never)))
+      const served = Layer.unwrapEffect(Effect.gen(function* () {
+        const router = HttpRouter.empty.pipe(HttpRouter.concat(yield* Edge.routes))
+        return HttpServer.serve(yield* HttpRouter.toHttpApp(router))
+      })).pipe(
+        Layer.provide(Edge.layerFrom({ metrics: Edge.layerMetricsTest, nodes: silent })),
+        Layer.provide(Edge.layerEdgeConfig({ log: { level: "none" }, server: { shutdownGraceMs: 50 }, models: [] })),
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+      )
+      const scope = yield* Scope.make()
+      const url = yield* Effect.provide(base, yield* Layer.buildWithScope(served, scope))
+      const response = yield* Effect.promise(() =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "silent", stream: true, messages: [{ role: "user", content: "hi" }] })
+        }))
+      const reader = response.body?.getReader()
+      const first = yield* Effect.promise(() => reader?.read() ?? Promise.resolve(undefined))
+      expect(new TextDecoder().decode(first?.value)).toContain("first")
+      // The app closes with the stream open: the run is cancelled and the caller reads its terminal event.
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      let rest = ""
+      for (;;) {
+        const chunk = yield* Effect.promise(() => reader?.read() ?? Promise.resolve(undefined))
+        if (chunk === undefined || chunk.done === true) break
+        rest += new TextDecoder().decode(chunk.value)
+      }
+      yield* Fiber.join(closing)
+      expect(rest).toContain("edge shutting down")
+      expect(rest.endsWith("data: [DONE]\n\n")).toBe(true)
+    }))
 
   it.live("log.level is honoured by the library's layers: info logs the run and the request, none writes nothing", () =>
     Effect.gen(function* () {

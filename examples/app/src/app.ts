@@ -11,16 +11,15 @@ import { ShoutModel } from "./provider.js"
 const poweredBy = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
   Effect.map(app, HttpServerResponse.setHeader("x-powered-by", "example-app"))
 
-/** The app: its own routes, the edge's beside them, under its own middleware. */
+/** The app: its own routes, the edge's beside them (their middleware on them), under its own middleware. */
 export const app = Effect.gen(function* () {
   const edgeRoutes = yield* Edge.routes
-  const edgeMiddleware = yield* Edge.middleware
   const router = HttpRouter.empty.pipe(
     HttpRouter.get("/hello", HttpServerResponse.text("hello from the app")),
     HttpRouter.concat(edgeRoutes),
     HttpRouter.all("*", HttpServerResponse.text("not here", { status: 404 }))
   )
-  return poweredBy(edgeMiddleware(yield* HttpRouter.toHttpApp(router)))
+  return poweredBy(yield* HttpRouter.toHttpApp(router))
 })
 
 /** The edge's services: no configured models (only ours), our provider, config written in code. */
