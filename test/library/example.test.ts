@@ -53,6 +53,13 @@ const writeDocSnippets = (app: string): number => {
   return blocks.length
 }
 
+/** The `npm i` lines of the doc's install block, as argument lists (`["i", "iop-edge", "effect@^3…"]`). */
+const installLines = (doc: string): ReadonlyArray<ReadonlyArray<string>> => {
+  const block = /```sh\n([\s\S]*?)```/.exec(doc)?.[1] ?? ""
+  const lines = block.split("\n").map((l) => l.replace(/#.*$/, "").trim()).filter((l) => l.startsWith("npm i "))
+  return lines.map((l) => l.split(/\s+/).slice(1))
+}
+
 describe("examples/app against the packed tarball", () => {
   it("installs one Effect, type-checks strictly and passes its own tests", { timeout: 240_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "iop-example-"))
@@ -64,7 +71,12 @@ describe("examples/app against the packed tarball", () => {
       cpSync(join(dir, tarball), join(dir, "iop-edge.tgz"))
       const app = join(dir, "app")
       cpSync(join(ROOT, "examples/app"), app, { recursive: true, filter: (src) => !src.includes("node_modules") })
-      await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app })
+      // What docs/library.md says to install, as it says it (the package itself from the tarball); the app's own
+      // package.json names only its other tools.
+      for (const line of installLines(readFileSync(join(ROOT, "docs/library.md"), "utf8"))) {
+        const args = line.map((arg) => (arg === "iop-edge" ? join(dir, "iop-edge.tgz") : arg))
+        await run("npm", [...args, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: app })
+      }
 
       const files = (await run("tar", ["-tzf", join(dir, tarball)])).stdout.split("\n")
       expect(files.some((f) => f.startsWith("package/test/") || f.startsWith("package/bench/"))).toBe(false)
