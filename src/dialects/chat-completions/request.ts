@@ -9,12 +9,20 @@ import { ModelNotFound } from "../../chat/errors.js"
 import type { ReasoningField } from "../../chat/policy.js"
 import { type EdgeConfigShape, findModel, type ModelOptions } from "../../config/EdgeConfig.js"
 import type { InvalidRequest } from "../../chat/EdgeError.js"
-import { decodeJsonBody } from "../jsonBody.js"
+import { decodeJsonBody, decodeValue } from "../jsonBody.js"
 import { UPSTREAM_CONSTRAINTS } from "../../protocol/SubmitRunRequest.js"
 import { ChatCompletionRequest } from "./wire.js"
 
 /** Parses and decodes the body; an error names the offending field in a few hundred characters, never quoting its value. */
 export const decodeBody: (text: string) => Either.Either<ChatCompletionRequest, InvalidRequest> = decodeJsonBody(
+  ChatCompletionRequest
+)
+
+/**
+ * A request built in code, held to the body's checks (ranges, lengths, shapes): the typed API rejects what
+ * `POST /v1/chat/completions` rejects, with the same error.
+ */
+export const decodeWire: (wire: unknown) => Either.Either<ChatCompletionRequest, InvalidRequest> = decodeValue(
   ChatCompletionRequest
 )
 

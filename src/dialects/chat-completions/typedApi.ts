@@ -8,14 +8,15 @@ import { ChatCompletions } from "./ChatCompletions.js"
 import { renderContext } from "./dialect.js"
 import { chatRequestOf, prepared } from "./prepared.js"
 import * as Render from "./render.js"
-import { toChatRequest } from "./request.js"
+import { decodeWire, toChatRequest } from "./request.js"
 
 export const make = Effect.gen(function* () {
   const gateway = yield* Gateway
 
-  // A request built in code is held to the body's depth limit too: nothing below recurses over a deeper one.
+  // A request built in code is held to the body's checks: its depth limit first (nothing below recurses over a
+  // deeper one), then the same decode as the body's (ranges, lengths), so the typed API rejects what POST rejects.
   const request: ChatCompletions.Service["request"] = (wire) =>
-    Effect.flatMap(withinDepth(wire), (checked) =>
+    Effect.flatMap(Effect.flatMap(withinDepth(wire), decodeWire), (checked) =>
       Effect.flatMap(gateway.model(checked.model), (model) =>
         Effect.map(toChatRequest(checked, model, gateway.requestLimits), prepared)))
 

@@ -16,6 +16,7 @@ import * as EdgeConfig from "../../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../../src/config/loadConfig.js"
 import { layer as chatCompletionsLayer } from "../../../src/dialects/chat-completions/typedApi.js"
 import { chatRequestOf } from "../../../src/dialects/chat-completions/prepared.js"
+import { decodeBody } from "../../../src/dialects/chat-completions/request.js"
 import { sseError } from "../../../src/dialects/chat-completions/render.js"
 import { layer as gatewayLayer } from "../../../src/chat/Gateway.js"
 import { layer as responderLayer } from "../../../src/chat/Responder.js"
@@ -315,6 +316,13 @@ describe("typed Chat Completions API", () => {
           ChatCompletions.request(wire("hello", { tool_choice: { type: "function", function: { name: "absent" } } }))
         )
         expect(badChoice).toMatchObject({ _tag: "InvalidRequest", param: "tool_choice" })
+        // The body's range checks hold in code too, with the error POST answers.
+        for (const [field, value] of [["temperature", 5], ["max_tokens", -1], ["top_p", 1.5], ["top_logprobs", 21]] as const) {
+          const refused = yield* Effect.flip(ChatCompletions.request(wire("hello", { [field]: value })))
+          expect(refused).toMatchObject({ _tag: "InvalidRequest", param: field })
+          const body = decodeBody(JSON.stringify(wire("hello", { [field]: value })))
+          expect(Either.isLeft(body) ? body.left.message : "accepted").toBe(refused.message)
+        }
         const prepared = yield* chatRequest(wire("hello", { model: "strict", temperature: 0.2 }))
         expect(prepared.model).toBe("strict")
         const request = chatRequestOf(prepared)
