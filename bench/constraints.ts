@@ -54,11 +54,16 @@ const BOOK_FLIGHT: GrammarTool = {
 const str = (description: string, extra: Record<string, unknown> = {}) => ({ type: "string", description, ...extra })
 const obj = (properties: Record<string, unknown>, required: ReadonlyArray<string>) =>
   ({ type: "object", properties, required, additionalProperties: false })
-const tool = (name: string, description: string, parameters: Record<string, unknown>): GrammarTool =>
-  ({ function: { name, description, parameters } } as GrammarTool)
+/** A tool as a request carries it (its description too, which the grammar does not need). */
+interface AgentTool {
+  readonly function: { readonly name: string; readonly description: string; readonly parameters: Record<string, unknown> }
+}
+const tool = (name: string, description: string, parameters: Record<string, unknown>): AgentTool => ({
+  function: { name, description, parameters }
+})
 
 /** A coding agent's tools (shell, files, search, edits, tasks, web, notebook): descriptions, nested objects, arrays. */
-const AGENT: ReadonlyArray<GrammarTool> = [
+const AGENT: ReadonlyArray<AgentTool> = [
   tool("bash", "Run a shell command in the workspace and return its output.", obj({
     command: str("The command line"),
     timeout_ms: { type: "integer", minimum: 1, maximum: 600_000 },
@@ -69,16 +74,23 @@ const AGENT: ReadonlyArray<GrammarTool> = [
     offset: { type: "integer", minimum: 0 },
     limit: { type: "integer", minimum: 1, maximum: 2000 }
   }, ["path"])),
-  tool("write_file", "Create or overwrite a file.", obj({ path: str("Absolute path"), content: str("The whole content") }, ["path", "content"])),
+  tool("write_file", "Create or overwrite a file.", obj({
+    path: str("Absolute path"),
+    content: str("The whole content")
+  }, ["path", "content"])),
   tool("edit_file", "Replace exact text in a file, once or everywhere.", obj({
     path: str("Absolute path"),
     edits: {
       type: "array",
       minItems: 1,
-      items: obj({ old_text: str("Text to find"), new_text: str("Its replacement"), replace_all: { type: "boolean" } }, ["old_text", "new_text"])
+      items: obj({
+        old_text: str("Text to find"),
+        new_text: str("Its replacement"),
+        replace_all: { type: "boolean" }
+      }, ["old_text", "new_text"])
     }
   }, ["path", "edits"])),
-  tool("glob", "Find files by pattern.", obj({ pattern: str("A glob such as src/**/*.ts"), path: str("Where to look") }, ["pattern"])),
+  tool("glob", "Find files by pattern.", obj({ pattern: str("A glob such as src/**/*.ts"), path: str("Where") }, ["pattern"])),
   tool("grep", "Search file contents with a regular expression.", obj({
     pattern: str("The regular expression"),
     path: str("File or directory"),
@@ -87,7 +99,10 @@ const AGENT: ReadonlyArray<GrammarTool> = [
     context: { type: "integer", minimum: 0, maximum: 20 },
     case_insensitive: { type: "boolean" }
   }, ["pattern"])),
-  tool("list_dir", "List a directory.", obj({ path: str("Absolute path"), ignore: { type: "array", items: { type: "string" } } }, ["path"])),
+  tool("list_dir", "List a directory.", obj({
+    path: str("Absolute path"),
+    ignore: { type: "array", items: { type: "string" } }
+  }, ["path"])),
   tool("todo_write", "Replace the task list.", obj({
     todos: {
       type: "array",
@@ -118,7 +133,11 @@ const AGENT: ReadonlyArray<GrammarTool> = [
   tool("run_tests", "Run the test suite or some of it.", obj({
     files: { type: "array", items: { type: "string" }, maxItems: 50 },
     filter: str("Only tests whose name matches"),
-    options: obj({ coverage: { type: "boolean" }, bail: { type: "integer", minimum: 0 }, env: { type: "object", additionalProperties: { type: "string" } } }, [])
+    options: obj({
+      coverage: { type: "boolean" },
+      bail: { type: "integer", minimum: 0 },
+      env: { type: "object", additionalProperties: { type: "string" } }
+    }, [])
   }, [])),
   tool("git", "Run a git subcommand.", obj({
     subcommand: { enum: ["status", "diff", "log", "add", "commit", "checkout", "branch"] },
@@ -126,7 +145,12 @@ const AGENT: ReadonlyArray<GrammarTool> = [
   }, ["subcommand"])),
   tool("ask_user", "Ask the user a question with choices.", obj({
     question: str("The question"),
-    options: { type: "array", minItems: 2, maxItems: 4, items: obj({ label: str("Short label"), description: str("What it means") }, ["label"]) }
+    options: {
+      type: "array",
+      minItems: 2,
+      maxItems: 4,
+      items: obj({ label: str("Short label"), description: str("What it means") }, ["label"])
+    }
   }, ["question", "options"])),
   tool("task", "Start a sub-agent on a task.", obj({
     description: str("Three to five words"),
@@ -152,7 +176,10 @@ const AGENT: ReadonlyArray<GrammarTool> = [
   }, ["title"])),
   tool("schedule", "Schedule a reminder.", obj({
     at: str("When", { format: "date-time" }),
-    repeat: obj({ every: { type: "integer", minimum: 1 }, unit: { enum: ["minute", "hour", "day", "week"] } }, ["every", "unit"]),
+    repeat: obj({
+      every: { type: "integer", minimum: 1 },
+      unit: { enum: ["minute", "hour", "day", "week"] }
+    }, ["every", "unit"]),
     note: str("What to remind")
   }, ["at", "note"])),
   tool("get_weather", "The weather in a city.", obj({
@@ -162,9 +189,19 @@ const AGENT: ReadonlyArray<GrammarTool> = [
   }, ["city"]))
 ]
 
-const CASES: ReadonlyArray<{ readonly name: string; readonly request: ToolCallGrammarRequest; readonly choice: string }> = [
+interface Case {
+  readonly name: string
+  readonly request: ToolCallGrammarRequest
+  readonly choice: string
+}
+
+const CASES: ReadonlyArray<Case> = [
   { name: "book_flight (strict)", choice: "auto", request: { tools: [BOOK_FLIGHT] } },
-  { name: "book_flight (strict)", choice: "required, one call", request: { tools: [BOOK_FLIGHT], toolChoice: "required", parallelToolCalls: false } },
+  {
+    name: "book_flight (strict)",
+    choice: "required, one call",
+    request: { tools: [BOOK_FLIGHT], toolChoice: "required", parallelToolCalls: false }
+  },
   { name: "20-tool agent", choice: "auto", request: { tools: AGENT } },
   {
     name: "20-tool agent",
@@ -220,7 +257,17 @@ export const measureConstraintCompile = (): ConstraintFigures => ({
  */
 export const constraintTable = (figures: ConstraintFigures, nonStreamCpuMs: number): string =>
   table(
-    ["answer grammar", "tool_choice", "tools", "µs/request", "÷ non-stream request CPU", "grammar bytes", "rules", "left to validation", "compiled"],
+    [
+      "answer grammar",
+      "tool_choice",
+      "tools",
+      "µs/request",
+      "÷ non-stream request CPU",
+      "grammar bytes",
+      "rules",
+      "left to validation",
+      "compiled"
+    ],
     figures.rows.map((r) => [
       r.name,
       r.choice,
