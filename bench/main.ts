@@ -12,7 +12,8 @@
  * 4. memory per idle open stream (1000 held on a stalled upstream), then all
  *    1000 clients hang up in one synchronous loop and the upstream's open
  *    requests are counted 1 s and 3 s later.
- * 5. the filter micro-benchmarks.
+ * 5. the filter micro-benchmarks, and the constraint's CPU at the edge: compiling a request's answer grammar
+ *    (bench/constraints.ts), µs per request beside the edge's CPU per non-stream request of phase 1.
  *
  * Prints the tables, a summary (edge next to the relay) and the bars
  * (PASS/MISS), and writes `bench/results.json`. Exits 0 when bars are missed
@@ -53,6 +54,7 @@ import { formatSummary, type ProfileSummary, summarise } from "./profile.js"
 import { measureReasoningFilters, type ReasoningFiltersFigures } from "./reasoningFilters.js"
 import { fixed, percentile, table } from "./table.js"
 import { measureToolTextThroughput, type ToolTextFigures } from "./toolText.js"
+import { type ConstraintFigures, constraintProblems, constraintTable, measureConstraintCompile } from "./constraints.js"
 
 const quick = process.env["BENCH_QUICK"] === "1"
 /** Every run's and warm-up's length is multiplied by this. */
@@ -762,6 +764,7 @@ interface Report {
   readonly nats: NatsFigures | undefined
   /** Undefined until the filters phase ran. */
   readonly toolText?: ToolTextFigures
+  readonly constraints?: ConstraintFigures
 }
 
 const rowOf = (rows: ReadonlyArray<Row>, mode: string, n: number, target: TargetName) =>
@@ -799,6 +802,9 @@ const summaryTable = (r: Report): string => {
     ),
     line(`CPU ms per non-stream request (${TOKENS} tokens)`, ns("edge"), ns("baseline"), 3),
     line(`CPU ms per streamed request (${TOKENS} tokens, burst N=16)`, streamedCpuMsPerRequest(r.rows, "edge"), streamedCpuMsPerRequest(r.rows, "baseline"), 3),
+    ...(r.constraints?.rows ?? []).map((c) =>
+      [`CPU ms to compile the answer's grammar: ${c.name}, ${c.choice}`, fixed(c.usPerRequest / 1000, 3), "", ""]
+    ),
     [`responses ÷ chat CPU/token, burst N=${DIALECT_CLIENTS}`, fixed(dialectRatio(r.dialects, "responses"), 2), "", ""],
     [`messages ÷ chat CPU/token, burst N=${DIALECT_CLIENTS}`, fixed(dialectRatio(r.dialects, "messages"), 2), "", ""],
     ...(nats === undefined ? [] : [
@@ -903,6 +909,7 @@ const problems = (
   for (const row of r.nats?.rows ?? []) {
     if (row.errors > 0) out.push(`NATS ${row.mode} N=${row.concurrency} ${row.path}: ${row.errors} failed or short streams (${row.errorSamples.join("; ")})`)
   }
+  if (r.constraints !== undefined) out.push(...constraintProblems(r.constraints))
   for (const b of list) {
     const skipped = !natsEnabled && b.bar.startsWith("NATS")
     if (!Number.isFinite(b.value) && !skipped) out.push(`no figure for: ${b.bar}`)
@@ -1031,9 +1038,10 @@ const main = async (): Promise<number> => {
     const memoryDone = performance.now()
     const natsS = (natsDone - dialectsDone) / 1000
 
-    log("\n[5/5] filters (in this process)")
+    log("\n[5/5] filters and the constraint compile (in this process)")
     const toolText: ToolTextFigures = measureToolTextThroughput()
     const reasoning: ReasoningFiltersFigures = measureReasoningFilters()
+    const constraints: ConstraintFigures = measureConstraintCompile()
     const phases = {
       throughputS: (throughputDone - started) / 1000,
       dialectsS: (dialectsDone - throughputDone) / 1000,
@@ -1042,7 +1050,7 @@ const main = async (): Promise<number> => {
       filtersS: (performance.now() - memoryDone) / 1000
     }
 
-    const report: Report = { rows, nonStream, dialects, idle, nats, toolText }
+    const report: Report = { rows, nonStream, dialects, idle, nats, toolText, constraints }
     const barList = bars(report)
     const trouble = problems(report, barList, failures)
 
@@ -1094,6 +1102,11 @@ const main = async (): Promise<number> => {
         ["sentinel → think", "", fixed(reasoning.ratio2to1, 2)]
       ]
     ))
+    const edgeNonStreamMs = nonStream.find((x) => x.target === "edge")?.cpuMsPerRequest ?? Number.NaN
+    log("\n== the constraint at the edge: compiling a request's answer grammar (toolCallGrammar, in this process) ==")
+    log(`(µs per compile, best of 7 runs; ÷ = that time over the edge's CPU per non-stream request above, ${fixed(edgeNonStreamMs, 3)} ms;`)
+    log(" paid once per constrained request and once per constrained replay, by a provider with constraints: llama.cpp)")
+    log(constraintTable(constraints, edgeNonStreamMs))
     if (profile !== undefined) {
       log(`\n== edge CPU profile (throughput and dialects runs) ==\n${formatSummary(profile)}`)
       // Effect runs fibers from its scheduler, so the edge's own frames are rarely on the stack: cost per operator instead.
@@ -1140,6 +1153,7 @@ const main = async (): Promise<number> => {
           idle,
           idleFailures,
           filters: { toolText, reasoning },
+          constraints,
           bars: barList,
           problems: trouble,
           profile

@@ -18,6 +18,7 @@ import { makeRunTrace } from "./runTrace.js"
 import * as Session from "./session.js"
 import { type ChatRun, makeChatRun } from "./SessionRun.js"
 import { newToolCallId } from "./toolcalls/native.js"
+import { choiceBinds } from "./toolcalls/validate.js"
 import { onClose } from "../common/onClose.js"
 
 export type { ChatRun } from "./SessionRun.js"
@@ -76,7 +77,11 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
     const traced = (request: ChatRequest) =>
       options.traceStreams && request.submit.metadata["iop_trace_stream"] === "true"
 
-    const openAttempt = (request: ChatRequest, submit: SubmitRunRequest, attempt: number) =>
+    /** The most runs a request may use: replays for a strict one, or one whose `tool_choice` a reply may break. */
+    const attemptsOf = (request: ChatRequest) =>
+      request.policy.strict || choiceBinds(request.toolChoice) ? options.toolValidationAttempts : 1
+
+    const openAttempt = (request: ChatRequest, submit: SubmitRunRequest, attempt: number, attempts: number) =>
       Effect.gen(function* () {
         const startedAt = yield* Clock.currentTimeMillis
         const folds: FoldTiming = { submittedAt: performance.now(), processingMs: 0 }
@@ -96,13 +101,15 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
             folds,
             tokens: handle.timing,
             startedAt,
-            attempt
+            attempt,
+            attempts
           })
         ))
         return run
       })
 
-    const open = (request: ChatRequest) => openAttempt(request, request.submit, 1)
+    // A live response cannot take back what it wrote: its one run is the request.
+    const open = (request: ChatRequest) => openAttempt(request, request.submit, 1, 1)
 
     /**
      * Every emission of a run, collected from the run's own callbacks (`poll` + `whenReady(settled)`): one wait for the
@@ -135,10 +142,10 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
       })
 
     /** One run, to its terminal, in a scope of its own: its slot is released as soon as it ends. */
-    const collectAttempt = (request: ChatRequest, submit: SubmitRunRequest, attempt: number) =>
+    const collectAttempt = (request: ChatRequest, submit: SubmitRunRequest, attempt: number, attempts: number) =>
       Effect.scoped(
         Effect.gen(function* () {
-          const run = yield* openAttempt(request, submit, attempt)
+          const run = yield* openAttempt(request, submit, attempt, attempts)
           const emissions = yield* drain(run)
           const last = emissions[emissions.length - 1]
           const terminal = last !== undefined && Session.isTerminal(last) ? last : undefined
@@ -151,12 +158,12 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
     const collect = (request: ChatRequest) =>
       Effect.gen(function* () {
         // A reply that breaks `tool_choice` is replayed like a strict one's invalid call.
-        const attempts = request.policy.strict || request.toolChoice._tag !== "Auto" ? options.toolValidationAttempts : 1
+        const attempts = attemptsOf(request)
         const model = request.submit.model
         let attempt = 1
-        let result = yield* collectAttempt(request, request.submit, attempt)
+        let result = yield* collectAttempt(request, request.submit, attempt, attempts)
         while (result.terminal._tag === "Error" && result.terminal.error._tag === "ToolValidationFailed") {
-          const reason = result.terminal.error.reason
+          const { reason, tool } = result.terminal.error
           const failedRunId = result.dispatch.runId
           if (attempt >= attempts) {
             yield* metrics.toolValidation(model, "failure")
@@ -168,13 +175,15 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
           attempt += 1
           yield* metrics.toolValidation(model, "retry")
           yield* Effect.logWarning("tool validation retry").pipe(
-            Effect.annotateLogs({ failed_run_id: failedRunId, attempt, reason })
+            Effect.annotateLogs({ failed_run_id: failedRunId, attempt, reason, replay_tool: tool ?? null })
           )
+          // `replayTool`: a provider that can constrain its upstream asks for a valid call of the tool to blame.
           const replay: SubmitRunRequest = {
             ...request.submit,
+            ...(tool === undefined ? {} : { replayTool: tool }),
             metadata: { ...request.submit.metadata, attempt: String(attempt), failed_run_id: failedRunId, reason }
           }
-          const next = yield* Effect.exit(collectAttempt(request, replay, attempt))
+          const next = yield* Effect.exit(collectAttempt(request, replay, attempt, attempts))
           if (Exit.isSuccess(next)) {
             result = next.value
             continue

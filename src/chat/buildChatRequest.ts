@@ -5,7 +5,7 @@ import { InvalidRequest } from "./EdgeError.js"
 import type { ChatMessage, FunctionTool, SamplingParams, ToolChoice } from "../protocol/SubmitRunRequest.js"
 import type { ChatRequest } from "./ChatRequest.js"
 import { outputPolicy, type ReasoningRequest } from "./policy.js"
-import { toolChoiceMode } from "./toolcalls/validate.js"
+import { choiceBinds, toolChoiceMode } from "./toolcalls/validate.js"
 
 /**
  * The chat plane's request, built from what any API's translator read out of its wire request: the checks every
@@ -27,6 +27,8 @@ export interface ChatRequestParts {
   readonly tools: ReadonlyArray<FunctionTool>
   readonly toolChoice?: ToolChoice | undefined
   readonly parallelToolCalls?: boolean | undefined
+  /** The tools are the caller's allow-list (Responses `allowed_tools`): a call to any other is refused. */
+  readonly allowedTools?: boolean | undefined
   readonly sampling: SamplingParams
   readonly metadata: Readonly<Record<string, string>>
   readonly stream: boolean
@@ -79,6 +81,7 @@ export const buildChatRequest = (
       })
     )
   }
+  const mode = toolChoiceMode(choice, parts.allowedTools === true)
   return Either.right({
     api: parts.api,
     model: parts.model,
@@ -96,8 +99,8 @@ export const buildChatRequest = (
     stream: parts.stream,
     includeUsage: parts.includeUsage,
     tools,
-    toolChoice: toolChoiceMode(choice),
-    policy: outputPolicy(parts.model, { ...parts.reasoning, toolNames: tools.map((t) => t.name) }),
+    toolChoice: mode,
+    policy: outputPolicy(parts.model, { ...parts.reasoning, toolNames: tools.map((t) => t.name), choiceBinds: choiceBinds(mode) }),
     ...(parts.notForwarded !== undefined ? { notForwarded: parts.notForwarded } : {})
   })
 }

@@ -29,8 +29,14 @@ export class RunTimedOut extends Schema.TaggedError<RunTimedOut>()("RunTimedOut"
   }
 }
 
+/**
+ * The answer's tool calls broke the request's rules. `tool`: the tool whose call was to blame, when one is — a call
+ * to it with invalid arguments, or the function a named `tool_choice` forces (no call, or a call to another one); a
+ * replay asks the upstream for a valid call of it (`SubmitRunRequest.replayTool`). Absent when no one tool is.
+ */
 export class ToolValidationFailed extends Schema.TaggedError<ToolValidationFailed>()("ToolValidationFailed", {
-  reason: Schema.String
+  reason: Schema.String,
+  tool: Schema.optional(Schema.String)
 }) {
   override get message(): string {
     return this.reason

@@ -41,7 +41,11 @@ export const sentinelsFor = (model: ModelOptions): ReadonlyArray<string> =>
 
 export const outputPolicy = (
   model: ModelOptions,
-  request: ReasoningRequest & { readonly toolNames: ReadonlyArray<string> }
+  request: ReasoningRequest & {
+    readonly toolNames: ReadonlyArray<string>
+    /** The request's `tool_choice` binds the answer (`choiceBinds`): a reply may break it and be replayed. */
+    readonly choiceBinds?: boolean
+  }
 ): OutputPolicy => {
   const strict = model.output.strict
   const completionTool =
@@ -50,8 +54,8 @@ export const outputPolicy = (
       : null
   return {
     strict,
-    // Wrapping text into a call is only possible before any of it was written.
-    buffered: strict && (model.output.streamBuffer || completionTool !== null),
+    // Wrapping text into a call, or replaying a reply, is only possible before any of it was written.
+    buffered: (strict || request.choiceBinds === true) && model.output.streamBuffer || completionTool !== null,
     completionTool,
     exposeReasoning: exposeReasoning(strict, request),
     reasoningField: request.fieldOverride ?? model.reasoning.field,

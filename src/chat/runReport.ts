@@ -1,7 +1,8 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as LogLevel from "effect/LogLevel"
-import type { Metrics, Outcome } from "../observability/Metrics.js"
+import type { Metrics, Outcome, ToolCallsOutcome } from "../observability/Metrics.js"
+import type { OutputConstraint } from "../protocol/RunEvent.js"
 import { logAnnotated } from "../observability/Logging.js"
 import type { TokenTiming } from "../run/RunChannel.js"
 import type { RunDispatch } from "../run/RunHandle.js"
@@ -26,6 +27,34 @@ export const outcomeOf = (terminal: Session.Terminal | undefined): Outcome => {
   }
 }
 
+/** `Complete.metadata.constraint` as a label: what the provider said, or `none` when it said nothing known. */
+export const constraintOf = (raw: string | undefined): OutputConstraint =>
+  raw === "grammar" || raw === "json_schema" ? raw : "none"
+
+/**
+ * How a request's tool calls ended, from the run that settled it (`attempt` of at most `attempts`), or undefined
+ * when the request is not counted. Counted once per request whose answer made calls, or owed one (`tool_choice`
+ * required or named), or was replayed or refused for its calls: `invalid` when the last attempt failed tool
+ * validation, `valid_after_replay` when a replay's answer passed, `valid` when the first did. A run whose
+ * validation failed before its last attempt is not the request's end (its replay is); a request that ended
+ * otherwise (the run failed, timed out, was cancelled, a replay could not be submitted) is not counted.
+ */
+export const toolCallsOutcome = (
+  request: Pick<ChatRequest, "toolChoice">,
+  terminal: Session.Terminal | undefined,
+  calls: number,
+  attempt: number,
+  attempts: number
+): ToolCallsOutcome | undefined => {
+  if (terminal === undefined) return undefined
+  if (terminal._tag === "Error") {
+    return terminal.error._tag === "ToolValidationFailed" && attempt >= attempts ? "invalid" : undefined
+  }
+  if (attempt > 1) return "valid_after_replay"
+  const owed = request.toolChoice._tag === "Required" || request.toolChoice._tag === "Function"
+  return calls > 0 || owed ? "valid" : undefined
+}
+
 /** When one run was submitted and how long its folds took (this process's own clock: they measure the edge). */
 export interface FoldTiming {
   readonly submittedAt: number
@@ -41,6 +70,8 @@ export interface RunRecord {
   readonly tokens: TokenTiming
   readonly startedAt: number
   readonly attempt: number
+  /** The most runs the request may use (its replays included): 1 for a live response. */
+  readonly attempts: number
 }
 
 /** The run's one report, written as it ends: its metrics and its summary log line, from the closed session. */
@@ -66,6 +97,10 @@ export const report = (metrics: Metrics.Service, run: RunRecord): Effect.Effect<
     })
     if (summary?.usage !== undefined) yield* metrics.usage({ api: request.api, model, outcome }, summary.usage)
     if (summary !== undefined) yield* metrics.reasoningChars(model, summary.reasoningChars)
+    const calls = toolCallsOutcome(request, terminal, summary?.toolCalls ?? 0, run.attempt, run.attempts)
+    if (calls !== undefined) {
+      yield* metrics.toolCalls({ model, outcome: calls, constraint: constraintOf(summary?.constraint) })
+    }
     yield* logAnnotated(LogLevel.Info, "run finished", () => ({
       run_id: dispatch.runId,
       node_id: dispatch.nodeId,
@@ -82,6 +117,7 @@ export const report = (metrics: Metrics.Service, run: RunRecord): Effect.Effect<
       content_chars: summary?.contentChars ?? 0,
       reasoning_chars: summary?.reasoningChars ?? 0,
       tool_calls: summary?.toolCalls ?? 0,
+      constraint: summary?.constraint ?? null,
       ttft_ms: ttftMs ?? null,
       overhead_ms: Math.round(folds.processingMs * 1000) / 1000,
       normalized: summary?.normalised ?? false,

@@ -1,5 +1,5 @@
 import { clipJoin } from "../common/clip.js"
-import type { Failed, RunEvent, TokenLogprob, Usage } from "../protocol/RunEvent.js"
+import { CONSTRAINT_KEY, type Failed, type RunEvent, type TokenLogprob, type Usage } from "../protocol/RunEvent.js"
 import { type RunOutcomeError, RunFailed, ToolValidationFailed, UpstreamRejected } from "./errors.js"
 import * as Structure from "./filters/structure.js"
 import * as Holdback from "./filters/holdback.js"
@@ -82,7 +82,7 @@ export const step = (session: Session, input: SessionInput): readonly [Session, 
     }
     case "Complete": {
       const [reasoningSeen, out] = finish(session, input)
-      return close({ ...session, reasoning: reasoningSeen }, out, input.usage)
+      return close({ ...session, reasoning: reasoningSeen }, out, input.usage, input.metadata[CONSTRAINT_KEY])
     }
     case "Failed":
       return close(session, [{ _tag: "Error", error: failure(input) }])
@@ -112,7 +112,8 @@ const failure = (event: Failed): RunOutcomeError => {
 const close = (
   s: Open,
   out: ReadonlyArray<Emission>,
-  usage?: Usage
+  usage?: Usage,
+  constraint?: string
 ): readonly [Closed, ReadonlyArray<Emission>] => {
   let { contentChars, contentPreview } = s
   let toolCalls = 0
@@ -134,6 +135,7 @@ const close = (
     toolCalls,
     normalised,
     usage,
+    constraint,
     contentPreview,
     reasoningPreview: exposed.slice(0, PREVIEW_CHARS)
   }
@@ -271,7 +273,9 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
     const extra = s.malformedCount - s.malformed.length
     const parts = extra > 0 ? [...s.malformed, `…(+${extra} more)`] : s.malformed
     const reasons = clipJoin(parts, "; ", MALFORMED_KEPT + 1, MAX_REASON_CHARS - "malformed tool call markup: ".length)
-    return [s, [...out, invalid(`malformed tool call markup: ${reasons}`)]]
+    // Under a named tool_choice the call could only be to that tool.
+    const named = config.toolChoice._tag === "Function" ? config.toolChoice.name : undefined
+    return [s, [...out, invalid(`malformed tool call markup: ${reasons}`, named)]]
   }
   const answered = complete.toolCalls.length > 0 || s.textCalls.length > 0
   const textCalls = answered ? s.textCalls : s.reasoningCalls
@@ -292,8 +296,8 @@ const resolve = (start: Open, complete: Extract<RunEvent, { _tag: "Complete" }>)
   // `tool_choice` for every request; the tools' schemas for strict ones.
   const verdict = config.policy.strict
     ? validateToolCalls(calls, config.tools, config.toolChoice)
-    : validateToolChoice(calls, config.toolChoice)
-  if (verdict._tag === "Invalid") return [s, [...out, invalid(verdict.reason)]]
+    : validateToolChoice(calls, config.toolChoice, config.tools)
+  if (verdict._tag === "Invalid") return [s, [...out, invalid(verdict.reason, verdict.tool)]]
   if (held !== "") out.push(contentOf(held, s.logprobs?.held ?? Logprobs.NONE))
   if (calls.length > 0) out.push(wrapped ? { _tag: "ToolCalls", calls, wrapped } : { _tag: "ToolCalls", calls })
   const finishReason = cutOff ? "length" : calls.length > 0 ? "tool_calls" : complete.finishReason || "stop"
@@ -318,4 +322,7 @@ const flushToolText = (s: Open, toolText: Holdback.ToolTextState, out: Array<Emi
   return toolParts(s, parts, out, { at: Logprobs.contentEnd(s.logprobs), ends })
 }
 
-const invalid = (reason: string): Emission => ({ _tag: "Error", error: new ToolValidationFailed({ reason }) })
+const invalid = (reason: string, tool?: string): Emission => ({
+  _tag: "Error",
+  error: new ToolValidationFailed(tool === undefined ? { reason } : { reason, tool })
+})

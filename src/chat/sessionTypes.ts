@@ -45,6 +45,8 @@ export interface Summary {
   readonly normalised: boolean
   /** From the run's Complete event: counted even when the response then fails tool validation. */
   readonly usage: Usage | undefined
+  /** From the run's Complete event: how its provider constrained the answer (`metadata.constraint`, as sent). */
+  readonly constraint: string | undefined
   /** The first characters of content and reasoning (debug log). */
   readonly contentPreview: string
   readonly reasoningPreview: string

@@ -4,7 +4,7 @@ import * as Layer from "effect/Layer"
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client"
 import type { Api } from "../protocol/Api.js"
 import type { RouteLabel } from "./routeLabel.js"
-import type { Usage } from "../protocol/RunEvent.js"
+import type { OutputConstraint, Usage } from "../protocol/RunEvent.js"
 
 /** Outcome of a response or a run, as counted in `/metrics`. */
 // Types the service's signatures name, beside it.
@@ -12,6 +12,12 @@ export type { Api } from "../protocol/Api.js"
 export { ROUTES, type Route, type RouteLabel, UNMATCHED } from "./routeLabel.js"
 
 export type Outcome = "success" | "error" | "cancelled" | "timeout" | "tool_validation_error"
+
+/**
+ * How a request's tool calls ended, once: valid at the first attempt, valid after replays, or still invalid after
+ * its attempts (`iop_tool_calls_total`; which requests count is `runReport.toolCallsOutcome`'s rule).
+ */
+export type ToolCallsOutcome = "valid" | "valid_after_replay" | "invalid"
 
 export declare namespace Metrics {
   export interface Service {
@@ -29,6 +35,12 @@ export declare namespace Metrics {
     readonly usage: (labels: { api: Api; model: string; outcome: Outcome }, usage: Usage) => Effect.Effect<void>
     readonly reasoningChars: (model: string, chars: number) => Effect.Effect<void>
     readonly toolValidation: (model: string, result: "retry" | "failure") => Effect.Effect<void>
+    /** `constraint`: how the request's last attempt was constrained at its upstream (its `Complete` said so). */
+    readonly toolCalls: (labels: {
+      readonly model: string
+      readonly outcome: ToolCallsOutcome
+      readonly constraint: OutputConstraint
+    }) => Effect.Effect<void>
     readonly streamOpened: Effect.Effect<void>
     readonly streamClosed: Effect.Effect<void>
     /** `route` is a route template (`routeLabel`), never a raw path: the series set stays bounded. */
@@ -108,6 +120,13 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
     labelNames: ["model", "result"],
     registers: [registry]
   })
+  const toolCalls = new Counter({
+    name: "iop_tool_calls_total",
+    help: "Requests whose answer made or owed tool calls, once each, by model, outcome (valid, valid_after_replay, " +
+      "invalid) and how the last attempt was constrained (grammar, json_schema, none).",
+    labelNames: ["model", "outcome", "constraint"],
+    registers: [registry]
+  })
   const activeStreams = new Gauge({
     name: "iop_active_streams",
     help: "SSE responses currently open.",
@@ -147,6 +166,7 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
       }),
     reasoningChars: (model, chars) => Effect.sync(() => (chars > 0 ? reasoningChars.inc({ model }, chars) : undefined)),
     toolValidation: (model, result) => Effect.sync(() => toolValidation.inc({ model, result })),
+    toolCalls: ({ model, outcome, constraint }) => Effect.sync(() => toolCalls.inc({ model, outcome, constraint })),
     streamOpened: Effect.sync(() => activeStreams.inc()),
     streamClosed: Effect.sync(() => activeStreams.dec()),
     httpResponse: ({ route, status }) => Effect.sync(() => http.inc({ route, status: String(status) })),

@@ -220,7 +220,7 @@ describe("ChatCompletions", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.scoped("strict retry: an invalid call is replayed once with attempt metadata; only the valid call is returned", () => {
+  it.scoped("strict retry: an invalid call is replayed once with attempt metadata and the tool to blame; only the valid call is returned", () => {
     const { runs, layer } = setup([events(call("{\"city\": 1}")), events(call("{\"city\": \"Paris\"}"))])
     return Effect.gen(function* () {
       const body = yield* jsonBody(yield* request({ model: "strict", tools: [weather], metadata: { trace: "1" } }))
@@ -231,7 +231,10 @@ describe("ChatCompletions", () => {
       expect(first?.metadata).toEqual({ trace: "1" })
       expect(replay?.metadata).toMatchObject({ trace: "1", attempt: "2", failed_run_id: "run_scripted1" })
       expect(replay?.metadata["reason"]).toContain("get_weather")
-      expect({ ...replay, metadata: {} }).toEqual({ ...first, metadata: {} })
+      // The replay is the same request, but for its metadata and the tool whose call was invalid.
+      expect(first?.replayTool).toBeUndefined()
+      expect(replay?.replayTool).toBe("get_weather")
+      expect({ ...replay, metadata: {}, replayTool: undefined }).toEqual({ ...first, metadata: {}, replayTool: undefined })
       expect(runs.released).toEqual(["run_scripted1", "run_scripted2"])
     }).pipe(Effect.provide(layer))
   })
@@ -256,6 +259,8 @@ describe("ChatCompletions", () => {
         expect(runs.submitted).toHaveLength(2)
         expect(runs.submitted[1]?.metadata).toMatchObject({ attempt: "2" })
         expect(runs.submitted[1]?.metadata["reason"]).toContain("required")
+        // No one tool is to blame: the replay is exact.
+        expect(runs.submitted[1]).not.toHaveProperty("replayTool")
       }).pipe(Effect.provide(layer))
     })
 
@@ -283,6 +288,9 @@ describe("ChatCompletions", () => {
         }))
         expect(body.choices[0]?.message.tool_calls?.map((c) => c.function.name)).toEqual(["get_weather"])
         expect(runs.submitted).toHaveLength(2)
+        // The replay asks for a valid call of the named tool (a provider that can constrain does so).
+        expect(runs.submitted[0]).not.toHaveProperty("replayTool")
+        expect(runs.submitted[1]?.replayTool).toBe("get_weather")
       }).pipe(Effect.provide(layer))
     })
 

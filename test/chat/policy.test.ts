@@ -35,6 +35,16 @@ describe("output policy", () => {
     expect(outputPolicy(m, { toolNames: ["other"] })).toMatchObject({ completionTool: null, buffered: false })
   })
 
+  it("streamBuffer buffers a strict model's streams, and any model's whose tool_choice binds the answer (to replay it)", () => {
+    const buffered = (output: Record<string, unknown>, choiceBinds: boolean) =>
+      outputPolicy(model({ output }), { toolNames: ["f"], choiceBinds }).buffered
+    expect(buffered({ strict: true, streamBuffer: true }, false)).toBe(true)
+    expect(buffered({ streamBuffer: true }, true)).toBe(true)
+    expect(buffered({ streamBuffer: true }, false)).toBe(false)
+    expect(buffered({ strict: true }, true)).toBe(false)
+    expect(buffered({}, true)).toBe(false)
+  })
+
   it("sentinels: defaults plus the model's, or the model's alone", () => {
     expect(outputPolicy(model({ sentinels: { tokens: ["<END>"] } }), { toolNames: [] }).sentinels).toContain("<|im_end|>")
     expect(outputPolicy(model({ sentinels: { tokens: ["<END>"], replaceDefaults: true } }), { toolNames: [] }).sentinels).toEqual([

@@ -171,6 +171,43 @@ describe("session", () => {
     expect(out[out.length - 1]).toMatchObject({ _tag: "Error", error: { _tag: "ToolValidationFailed" } })
   })
 
+  describe("ToolValidationFailed names the tool to blame (the replay's replayTool)", () => {
+    const failedTool = (config: Session.SessionConfig, inputs: ReadonlyArray<Session.SessionInput>) => {
+      const last = runSession(config, inputs).at(-1)
+      return last?._tag === "Error" && last.error._tag === "ToolValidationFailed" ? last.error.tool ?? "nobody" : "valid"
+    }
+    const strict = (toolChoice: Session.SessionConfig["toolChoice"] = { _tag: "Auto" }) =>
+      sessionConfig({ tools: [weatherTool], toolChoice, policy: { strict: true } })
+    const named = { _tag: "Function", name: "get_weather" } as const
+
+    it("a native call with invalid arguments, and the same call written as markup: the called tool", () => {
+      expect(failedTool(strict(), [done({ toolCalls: [{ name: "get_weather", arguments: "{\"city\": 1}" }] })])).toBe("get_weather")
+      expect(failedTool(strict(), [RunEvent.delta("<tool_call>{\"name\": \"get_weather\", \"arguments\": {}}</tool_call>"), done()]))
+        .toBe("get_weather")
+    })
+    it("no call under required, a call to an undeclared tool: nobody; under a named choice: the named tool", () => {
+      expect(failedTool(strict({ _tag: "Required" }), [RunEvent.delta("text"), done()])).toBe("nobody")
+      expect(failedTool(strict(), [done({ toolCalls: [{ name: "rm", arguments: "{}" }] })])).toBe("nobody")
+      expect(failedTool(strict(named), [RunEvent.delta("text"), done()])).toBe("get_weather")
+      expect(failedTool(strict(named), [done({ toolCalls: [{ name: "rm", arguments: "{}" }] })])).toBe("get_weather")
+    })
+    it("malformed markup: nobody, or the named tool under a named choice (a non-strict model too)", () => {
+      const broken = [RunEvent.delta("<tool_call>{\"name\": oops</tool_call>"), done()]
+      expect(failedTool(sessionConfig({ tools: [weatherTool] }), broken)).toBe("nobody")
+      expect(failedTool(sessionConfig({ tools: [weatherTool], toolChoice: named }), broken)).toBe("get_weather")
+    })
+  })
+
+  it("the summary keeps what the Complete event said of the answer's constraint, as sent", () => {
+    const summaryAfter = (metadata: Record<string, string>) => {
+      const [closed] = Session.step(Session.initial(sessionConfig({})), done({ metadata }))
+      return closed._tag === "Closed" ? closed.summary.constraint : "open"
+    }
+    expect(summaryAfter({ constraint: "grammar" })).toBe("grammar")
+    expect(summaryAfter({ constraint: "regex" })).toBe("regex")
+    expect(summaryAfter({})).toBeUndefined()
+  })
+
   it("completion tool: a strict text answer is wrapped into the tool, not shown as content", () => {
     const out = runSession(
       sessionConfig({

@@ -23,9 +23,12 @@ export interface ToolCall {
 
 export { TEXT_FORMATS, type TextFormat } from "../../protocol/ModelOptions.js"
 
-/** The request's `tool_choice`, decoded. */
+/**
+ * The request's `tool_choice`, decoded. `allowedTools`: the request's tools are the caller's allow-list (Responses
+ * `allowed_tools` in `auto` mode), so a call to any other tool is refused.
+ */
 export type ToolChoiceMode =
-  | { readonly _tag: "Auto" }
+  | { readonly _tag: "Auto"; readonly allowedTools?: true }
   | { readonly _tag: "None" }
   | { readonly _tag: "Required" }
   | { readonly _tag: "Function"; readonly name: string }

@@ -8,7 +8,10 @@ import { isRecord, parseJson } from "./json.js"
 import { type LinearRegExpEngine, makeLinearRegExpEngine, type RegExpEngine } from "./linearRegExp.js"
 import type { ParsedToolCall, RequestTool, ToolChoiceMode } from "./types.js"
 
-export type Verdict = { readonly _tag: "Valid" } | { readonly _tag: "Invalid"; readonly reason: string }
+/** `tool`: the tool whose call is to blame, when one is (see `ToolValidationFailed`). */
+export type Verdict =
+  | { readonly _tag: "Valid" }
+  | { readonly _tag: "Invalid"; readonly reason: string; readonly tool?: string }
 
 /**
  * A reason takes at most this many characters, whatever the request and the response hold: it is the client's
@@ -24,18 +27,26 @@ const PARAMS_CHARS = 64
 const COMPILE_ERROR_CHARS = 200
 
 const valid: Verdict = { _tag: "Valid" }
-const invalid = (reason: string): Verdict => ({ _tag: "Invalid", reason: clip(reason, MAX_REASON_CHARS) })
+const invalid = (reason: string, blamed?: string): Verdict =>
+  blamed === undefined
+    ? { _tag: "Invalid", reason: clip(reason, MAX_REASON_CHARS) }
+    : { _tag: "Invalid", reason: clip(reason, MAX_REASON_CHARS), tool: blamed }
 /** A tool name (the model's or the request's) as a reason quotes it. */
 const tool = (name: string): string => `tool "${clip(name, PART_CHARS)}"`
 
+/** `allowedTools`: the request's tools are the caller's allow-list (Responses `allowed_tools`), closed to others. */
 export const toolChoiceMode = (
-  choice: "none" | "auto" | "required" | { readonly function: { readonly name: string } } | undefined
+  choice: "none" | "auto" | "required" | { readonly function: { readonly name: string } } | undefined,
+  allowedTools = false
 ): ToolChoiceMode => {
   if (choice === "none") return { _tag: "None" }
   if (choice === "required") return { _tag: "Required" }
-  if (choice === undefined || choice === "auto") return { _tag: "Auto" }
+  if (choice === undefined || choice === "auto") return allowedTools ? { _tag: "Auto", allowedTools: true } : { _tag: "Auto" }
   return { _tag: "Function", name: choice.function.name }
 }
+
+/** Whether the request's answer is held to a rule a reply can break whatever the model (so a replay may help). */
+export const choiceBinds = (choice: ToolChoiceMode): boolean => choice._tag !== "Auto" || choice.allowedTools === true
 
 export type Draft = "2020" | "2019" | "07"
 type AnyAjv = Ajv | Ajv2019 | Ajv2020
@@ -172,51 +183,67 @@ const validateCall = (call: ParsedToolCall, tools: ReadonlyArray<RequestTool>): 
   const found = tools.find((t) => t.name === call.name)
   const named = tool(call.name)
   if (found === undefined) return invalid(`${named} is not one of the request's tools`)
+  // From here the call is to a request tool: it is to blame.
+  const blame = (reason: string) => invalid(reason, found.name)
   const args = parseJson(call.arguments)
-  if (!args.ok) return invalid(`${named}: arguments are not valid JSON (${clip(args.error, PART_CHARS * 2)})`)
-  if (!isRecord(args.value)) return invalid(`${named}: arguments are not a JSON object`)
+  if (!args.ok) return blame(`${named}: arguments are not valid JSON (${clip(args.error, PART_CHARS * 2)})`)
+  if (!isRecord(args.value)) return blame(`${named}: arguments are not a JSON object`)
   if (found.parameters === undefined) return valid
   const compiled = compileSchema(found.parameters)
   if (!compiled.ok) {
-    return invalid(`${named}: the tool's parameters schema is invalid: ${clip(compiled.error, COMPILE_ERROR_CHARS)}`)
+    return blame(`${named}: the tool's parameters schema is invalid: ${clip(compiled.error, COMPILE_ERROR_CHARS)}`)
   }
   try {
     if (compiled.validate(args.value)) return valid
     const error = compiled.validate.errors?.[0]
-    return invalid(`${named}: ${error === undefined ? "arguments are invalid" : describe(error)}`)
+    return blame(`${named}: ${error === undefined ? "arguments are invalid" : describe(error)}`)
   } catch (e) {
     // A schema whose `$ref`s loop without consuming input recurses until the stack runs out.
-    return invalid(`${named}: the tool's parameters schema is invalid: ${clip(message(e), COMPILE_ERROR_CHARS)}`)
+    return blame(`${named}: the tool's parameters schema is invalid: ${clip(message(e), COMPILE_ERROR_CHARS)}`)
   }
 }
 
 /**
- * The request's `tool_choice` held against the calls: `none` no call, `required` at least one, a named function
- * only that one. Applied to every request (strict or not); the schemas only to strict ones (`validateToolCalls`).
+ * The request's `tool_choice` held against the calls: `none` no call; `required` at least one, each to a request
+ * tool; a named function only that one; `allowed_tools` (Responses) each call to a request tool. Applied to every
+ * request (strict or not); the schemas only to strict ones (`validateToolCalls`). A plain `auto` lets a call to an
+ * undeclared tool through (strict mode refuses it).
  */
-export const validateToolChoice = (calls: ReadonlyArray<ParsedToolCall>, choice: ToolChoiceMode): Verdict => {
+export const validateToolChoice = (
+  calls: ReadonlyArray<ParsedToolCall>,
+  choice: ToolChoiceMode,
+  tools: ReadonlyArray<RequestTool>
+): Verdict => {
   const first = calls[0]
+  const undeclared = () => calls.find((c) => !tools.some((t) => t.name === c.name))
   switch (choice._tag) {
     case "None":
       if (first !== undefined) return invalid(`tool_choice is "none" but the response called ${tool(first.name)}`)
       break
-    case "Required":
+    case "Required": {
       if (first === undefined) return invalid(`tool_choice is "required" but the response called no tool`)
+      const other = undeclared()
+      if (other !== undefined) return invalid(`tool_choice is "required" but ${tool(other.name)} is not one of the request's tools`)
       break
+    }
     case "Function": {
       if (first === undefined) {
-        return invalid(`tool_choice requires ${tool(choice.name)} but the response called no tool`)
+        return invalid(`tool_choice requires ${tool(choice.name)} but the response called no tool`, choice.name)
       }
       const other = calls.find((c) => c.name !== choice.name)
       if (other !== undefined) {
         return invalid(
-          `tool_choice allows only ${tool(choice.name)} but the response called "${clip(other.name, PART_CHARS)}"`
+          `tool_choice allows only ${tool(choice.name)} but the response called "${clip(other.name, PART_CHARS)}"`,
+          choice.name
         )
       }
       break
     }
-    case "Auto":
+    case "Auto": {
+      const other = choice.allowedTools === true ? undeclared() : undefined
+      if (other !== undefined) return invalid(`allowed_tools does not allow ${tool(other.name)}`)
       break
+    }
   }
   return valid
 }
@@ -226,12 +253,15 @@ export const validateToolCalls = (
   tools: ReadonlyArray<RequestTool>,
   choice: ToolChoiceMode
 ): Verdict => {
-  const chosen = validateToolChoice(calls, choice)
+  const chosen = validateToolChoice(calls, choice, tools)
   if (chosen._tag === "Invalid") return chosen
   let bytes = 0
   for (const call of calls) bytes += Buffer.byteLength(call.arguments, "utf8")
   if (bytes > MAX_VALIDATED_ARGUMENT_BYTES) {
-    return invalid(`the tool calls' arguments (${bytes} bytes) exceed the ${MAX_VALIDATED_ARGUMENT_BYTES} bytes validated`)
+    return invalid(
+      `the tool calls' arguments (${bytes} bytes) exceed the ${MAX_VALIDATED_ARGUMENT_BYTES} bytes validated`,
+      choice._tag === "Function" ? choice.name : undefined
+    )
   }
   for (const call of calls) {
     const verdict = validateCall(call, tools)

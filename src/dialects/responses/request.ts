@@ -172,6 +172,8 @@ interface ChosenTools {
   /** Each forwarded tool's index in the caller's `tools`, for error messages. */
   readonly indices: ReadonlyArray<number>
   readonly choice: ToolChoice | undefined
+  /** `allowed_tools`: the tools kept are the only ones a call may name. */
+  readonly allowed: boolean
 }
 
 /**
@@ -181,17 +183,17 @@ interface ChosenTools {
 const chooseTools = (wire: ResponsesRequest): Either.Either<ChosenTools, InvalidRequest> => {
   const functions: Array<{ readonly tool: FunctionToolWire; readonly index: number }> = []
   for (const [index, t] of wire.tools.entries()) if (t._tag === "Function") functions.push({ tool: t.tool, index })
-  const pick = (allowed: (name: string) => boolean, choice: ToolChoice | undefined): ChosenTools => {
-    const kept = functions.filter((f) => allowed(f.tool.name))
-    return { tools: kept.map((f) => chatTool(f.tool)), indices: kept.map((f) => f.index), choice }
+  const pick = (allowed: ((name: string) => boolean) | undefined, choice: ToolChoice | undefined): ChosenTools => {
+    const kept = allowed === undefined ? functions : functions.filter((f) => allowed(f.tool.name))
+    return { tools: kept.map((f) => chatTool(f.tool)), indices: kept.map((f) => f.index), choice, allowed: allowed !== undefined }
   }
   const choice = wire.tool_choice
-  if (choice == null) return Either.right(pick(() => true, undefined))
-  if (typeof choice === "string") return Either.right(pick(() => true, choice))
+  if (choice == null) return Either.right(pick(undefined, undefined))
+  if (typeof choice === "string") return Either.right(pick(undefined, choice))
   switch (choice.type) {
     case "function":
       return Either.map(decodeChoiceFunction(choice, "tool_choice"), (c) =>
-        pick(() => true, { type: "function", function: { name: c.name } }))
+        pick(undefined, { type: "function", function: { name: c.name } }))
     case "allowed_tools":
       return Either.map(decodeChoiceAllowed(choice, "tool_choice"), (c) => {
         const names = new Set(c.tools.flatMap((t) => (t.type === "function" && typeof t.name === "string" ? [t.name] : [])))
@@ -259,6 +261,7 @@ export const toChatRequest = (
       messages,
       tools: chosen.tools,
       toolChoice: chosen.choice,
+      ...(chosen.allowed ? { allowedTools: true } : {}),
       parallelToolCalls: defined(wire.parallel_tool_calls),
       sampling,
       metadata: wire.metadata ?? {},

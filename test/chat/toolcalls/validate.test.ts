@@ -1,7 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import type { ParsedToolCall, RequestTool, ToolChoiceMode } from "../../../src/chat/toolcalls/types.js"
-import { toolChoiceMode, validateToolCalls } from "../../../src/chat/toolcalls/validate.js"
+import {
+  choiceBinds,
+  MAX_VALIDATED_ARGUMENT_BYTES,
+  toolChoiceMode,
+  validateToolCalls,
+  validateToolChoice
+} from "../../../src/chat/toolcalls/validate.js"
 
 const weather: RequestTool = {
   name: "get_weather",
@@ -162,6 +168,62 @@ describe("validateToolCalls", () => {
     })
   })
 
+  describe("the tool to blame (what a replay is constrained to)", () => {
+    const blamed = (calls: ReadonlyArray<ParsedToolCall>, choice: ToolChoiceMode = auto) => {
+      const verdict = check(calls, choice)
+      return verdict._tag === "Invalid" ? verdict.tool ?? "nobody" : "valid"
+    }
+    const named: ToolChoiceMode = { _tag: "Function", name: "get_weather" }
+    it("invalid arguments of a call to a request tool: that tool", () => {
+      expect(blamed([c("get_weather", { city: 1 })])).toBe("get_weather")
+      expect(blamed([{ name: "lookup", arguments: "{not json" }])).toBe("lookup")
+      expect(blamed([c("anything", [1])])).toBe("anything")
+      // The first invalid call is to blame, after valid ones.
+      expect(blamed([c("anything", {}), c("lookup", { id: "ABC" })])).toBe("lookup")
+      expect(blamed([c("get_weather", { city: 1 })], { _tag: "Required" })).toBe("get_weather")
+      expect(blamed([c("get_weather", { city: 1 })], named)).toBe("get_weather")
+    })
+    it("a tool whose schema does not compile is still the called tool's fault", () => {
+      const broken: RequestTool = { name: "broken", parameters: { type: "object", properties: { a: { type: "nope" } } } }
+      const verdict = validateToolCalls([c("broken", { a: 1 })], [broken], auto)
+      expect(verdict._tag === "Invalid" && verdict.tool).toBe("broken")
+    })
+    it("a call to an undeclared tool, no call under required, any call under none: nobody", () => {
+      expect(blamed([c("nope", {})])).toBe("nobody")
+      expect(blamed([], { _tag: "Required" })).toBe("nobody")
+      expect(blamed([c("get_weather", { city: "P" })], { _tag: "None" })).toBe("nobody")
+    })
+    it("under a named tool_choice, the named tool: no call, a call to another, arguments past the bound", () => {
+      expect(blamed([], named)).toBe("get_weather")
+      expect(blamed([c("anything", {})], named)).toBe("get_weather")
+      expect(blamed([c("nope", {})], named)).toBe("get_weather")
+      const huge = c("get_weather", { city: "x".repeat(MAX_VALIDATED_ARGUMENT_BYTES) })
+      expect(blamed([huge], named)).toBe("get_weather")
+      expect(blamed([huge])).toBe("nobody")
+    })
+    it.prop(
+      "a blamed tool is always one of the request's tools, and the named one under a named tool_choice",
+      [
+        fc.array(
+          fc.record({
+            name: fc.constantFrom("get_weather", "lookup", "tree", "anything", "nope", "GET_WEATHER"),
+            arguments: fc.oneof(fc.jsonValue().map((v) => JSON.stringify(v)), fc.string())
+          }),
+          { maxLength: 3 }
+        ),
+        fc.constantFrom<ToolChoiceMode>(auto, { _tag: "Required" }, { _tag: "None" }, named, { _tag: "Auto", allowedTools: true })
+      ],
+      ([calls, choice]) => {
+        const verdict = check(calls, choice)
+        if (verdict._tag === "Valid" || verdict.tool === undefined) return
+        expect(tools.map((t) => t.name)).toContain(verdict.tool)
+        if (choice._tag === "Function") expect(verdict.tool).toBe(choice.name)
+        else expect(calls.map((call) => call.name)).toContain(verdict.tool)
+      },
+      { fastCheck: { numRuns: 1000 } }
+    )
+  })
+
   it.prop(
     "any JSON object validates against a tool without parameters; anything else does not",
     [fc.oneof(fc.dictionary(fc.string(), fc.jsonValue()), fc.jsonValue())],
@@ -173,8 +235,42 @@ describe("validateToolCalls", () => {
   )
 })
 
+describe("validateToolChoice (every request, strict or not: no schemas)", () => {
+  const calls = (...names: ReadonlyArray<string>) => names.map((name) => c(name, { any: "thing" }))
+  const verdict = (names: ReadonlyArray<string>, choice: ToolChoiceMode) => {
+    const v = validateToolChoice(calls(...names), choice, tools)
+    return v._tag === "Invalid" ? v.reason : "valid"
+  }
+  it("plain auto lets anything through, a call to an undeclared tool too (strict mode refuses it)", () => {
+    expect(verdict([], auto)).toBe("valid")
+    expect(verdict(["nope"], auto)).toBe("valid")
+  })
+  it("required: at least one call, each to a request tool; arguments are not judged", () => {
+    expect(verdict(["get_weather"], { _tag: "Required" })).toBe("valid")
+    expect(verdict([], { _tag: "Required" })).toContain("called no tool")
+    expect(verdict(["get_weather", "nope"], { _tag: "Required" })).toBe(
+      "tool_choice is \"required\" but tool \"nope\" is not one of the request's tools"
+    )
+  })
+  it("allowed_tools (auto): no call or calls to the request's tools (the allowed ones) only", () => {
+    const allowed: ToolChoiceMode = { _tag: "Auto", allowedTools: true }
+    expect(verdict([], allowed)).toBe("valid")
+    expect(verdict(["lookup", "tree"], allowed)).toBe("valid")
+    expect(verdict(["lookup", "shell"], allowed)).toBe("allowed_tools does not allow tool \"shell\"")
+  })
+})
+
 describe("toolChoiceMode", () => {
+  it("binds the answer unless it is plain auto", () => {
+    expect(choiceBinds({ _tag: "Auto" })).toBe(false)
+    for (const mode of [{ _tag: "Auto", allowedTools: true }, { _tag: "None" }, { _tag: "Required" }, { _tag: "Function", name: "f" }] as const) {
+      expect(choiceBinds(mode)).toBe(true)
+    }
+  })
   it("decodes the request's tool_choice", () => {
+    expect(toolChoiceMode("auto", true)).toEqual({ _tag: "Auto", allowedTools: true })
+    expect(toolChoiceMode(undefined, true)).toEqual({ _tag: "Auto", allowedTools: true })
+    expect(toolChoiceMode("required", true)).toEqual({ _tag: "Required" })
     expect(toolChoiceMode(undefined)).toEqual({ _tag: "Auto" })
     expect(toolChoiceMode("auto")).toEqual({ _tag: "Auto" })
     expect(toolChoiceMode("none")).toEqual({ _tag: "None" })

@@ -255,6 +255,15 @@ describe("Responses request: tools and tool_choice", () => {
     })
     expect(allowed.submit.tools.map((t) => t.function.name)).toEqual(["ls"])
     expect(allowed.submit.toolChoice).toBe("required")
+    expect(allowed.toolChoice).toEqual({ _tag: "Required" })
+    // In auto mode the allow-list is still held at the edge: a call to any other tool is refused.
+    const allowedAuto = ok({
+      tools: [weather, { type: "function", name: "ls" }],
+      tool_choice: { type: "allowed_tools", mode: "auto", tools: [{ type: "function", name: "ls" }] }
+    })
+    expect(allowedAuto.submit.toolChoice).toBe("auto")
+    expect(allowedAuto.toolChoice).toEqual({ _tag: "Auto", allowedTools: true })
+    expect(ok({ tools: [weather], tool_choice: "auto" }).toolChoice).toEqual({ _tag: "Auto" })
     expect(ok({ tools: [weather] }).submit.toolChoice).toBeUndefined()
   })
 
