@@ -5,7 +5,7 @@
  * call when asked, zero replays); the unconstrained and upstream-native models beside it are only measured. Then
  * llama.cpp's tok/s with and without the grammar. The tables go to stdout and to a file.
  *
- * Env: REALUP_MATRIX_N (20: requests per asserted row), REALUP_MATRIX_BEFORE_N (5: per measured row; each of their
+ * Env: REALUP_MATRIX_N (20: requests per asserted row), REALUP_MATRIX_BEFORE_N (4: per measured row; each of their
  * `required`/named requests is two full-length attempts), REALUP_MATRIX_COST_N (20), REALUP_MATRIX_CALL_BIAS (5:
  * the Chat `auto` rows' logit bias toward `<tool_call>`, 0: none), REALUP_MATRIX_OUT (default
  * `<tmpdir>/iop-realup-matrix.md`).
@@ -49,7 +49,7 @@ interface Config {
 }
 
 const N = Number(process.env["REALUP_MATRIX_N"] ?? "20")
-const BEFORE_N = Number(process.env["REALUP_MATRIX_BEFORE_N"] ?? "5")
+const BEFORE_N = Number(process.env["REALUP_MATRIX_BEFORE_N"] ?? "4")
 
 const CONFIGS: ReadonlyArray<Config> = [
   { name: "constrained", model: { id: "constrained", ...CONSTRAINED }, asserted: true, n: N },
