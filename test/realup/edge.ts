@@ -24,6 +24,8 @@ export interface ModelEntry {
   /** `llama.cpp`: the edge compiles the request's tool schemas into the grammar. */
   readonly constraints?: "auto" | "llama.cpp" | "none"
   readonly strict?: boolean
+  /** How tools reach the upstream (default `text`: the edge's Hermes prompt; `native`: the server's own template). */
+  readonly tools?: "text" | "native"
 }
 
 export interface RealEdge {
@@ -39,7 +41,7 @@ export const startEdge = async (upstream: string, models: ReadonlyArray<ModelEnt
       log: { level: "error" },
       models: models.map((m) => ({
         id: m.id,
-        tools: "text",
+        tools: m.tools ?? "text",
         ...(m.toolFormats !== undefined ? { toolFormats: m.toolFormats } : {}),
         ...(m.strict === true ? { output: { strict: true } } : {}),
         provider: {
