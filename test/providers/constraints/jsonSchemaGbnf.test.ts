@@ -35,6 +35,13 @@ describe("jsonSchemaGrammar", () => {
     )
   })
 
+  it("escapes that llama.cpp and xgrammar read alike: \\u, never \\x (xgrammar takes every hex digit after it)", () => {
+    // A control character and `^` in a class, each followed by a hex digit.
+    const g = check({ type: "string", pattern: "^[\\x01a^b]+$" }, ["\"a\"", "\"^b\"", "\"\\u0001\""], ["\"c\"", "\"\""])
+    expect(g.grammar).not.toMatch(/\\x/)
+    expect(g.grammar).toContain("\\u005E")
+  })
+
   it("minLength/maxLength count characters, an escape being one", () => {
     check({ type: "string", minLength: 2, maxLength: 3 }, ["\"ab\"", "\"a\\nb\"", "\"😀😀\""], ["\"a\"", "\"abcd\""])
   })
