@@ -12,7 +12,7 @@ import { makeKindDetector } from "./kindDetector.js"
 import { probeKind } from "./kindProbe.js"
 import { planOutput, type PlanContext, wantsConstraint } from "./outputConstraint.js"
 import * as Mapper from "./toRunEvents.js"
-import { type ConstraintsSetting, configuredKind, LLAMA_CPP, NO_KIND, type UpstreamKind } from "./upstreamKind.js"
+import { configuredKind, LLAMA_CPP, NO_KIND, type UpstreamKind } from "./upstreamKind.js"
 import { toUpstreamBody } from "./upstreamRequest.js"
 import { type Target, UpstreamRun } from "./upstreamRun.js"
 import { upstreamText } from "./upstreamWire.js"
@@ -55,7 +55,7 @@ export interface Options {
    * What the upstream can constrain: `llama.cpp`, `vllm`, `ollama`, `none`, or `auto` (the default: asked of the
    * upstream on the first request that needs a constraint).
    */
-  readonly constraints?: ConstraintsSetting
+  readonly constraints?: "auto" | "llama.cpp" | "vllm" | "ollama" | "none"
   /** The model's text tool-call formats: a constraint is only sent in a shape they parse (default: all but one). */
   readonly toolFormats?: ReadonlyArray<TextFormat>
   /** The model is strict: its requests with tools are constrained even under `tool_choice: "auto"`. */
