@@ -134,6 +134,19 @@ describe("constraints auto: what the upstream says it is", () => {
       expect(bodyOf(fake, 1)).toMatchObject({ tool_choice: "required", tools: [{ function: { name: "book_flight" } }] })
     })))
 
+  it.scoped("LM Studio (every unknown route answers 200 with an error body): none, settled", () =>
+    withDispatcher(Effect.gen(function*() {
+      const unexpected = (path: string) => ({ body: { error: `Unexpected endpoint or method. (GET ${path})` } })
+      const fake = yield* fakeUpstream({
+        routes: { "/props": unexpected("/props"), "/version": unexpected("/version"), "/api/version": unexpected("/api/version") }
+      })
+      const provider = yield* providerFor(fake.url)
+      expect(constraintOf(yield* collectEvents(provider, required))).toBe("none")
+      yield* TestClock.adjust("1 minute")
+      expect(constraintOf(yield* collectEvents(provider, required))).toBe("none")
+      expect(paths(fake.others)).toEqual(["/props", "/version", "/api/version"])
+    })))
+
   it.scoped("what its node read of /props is not asked again: llama.cpp's at once, another answer skips /props", () =>
     withDispatcher(Effect.gen(function*() {
       const llama = yield* fakeUpstream({ routes: { "/props": LLAMA_PROPS } })
