@@ -1,4 +1,5 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import type * as Undici from "@effect/platform-node/Undici"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
@@ -8,7 +9,7 @@ import type { RunSink } from "../../protocol/RunSink.js"
 import type { SubmitRunRequest } from "../../protocol/SubmitRunRequest.js"
 import type { Provider } from "../Provider.js"
 import { makeGrammarCache } from "./grammarCache.js"
-import { makeKindDetector } from "./kindDetector.js"
+import { type KindDetector, makeKindDetector } from "./kindDetector.js"
 import { probeKind } from "./kindProbe.js"
 import { planOutput, type PlanContext, wantsConstraint } from "./outputConstraint.js"
 import * as Mapper from "./toRunEvents.js"
@@ -86,17 +87,7 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
     }
     const secret = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
     const fixed = configuredKind(options.constraints ?? "auto")
-    const annotations = { upstream_model: options.upstreamModel }
-    const detector = fixed !== undefined ? undefined : makeKindDetector({
-      probe: probeKind(dispatcher, {
-        baseUrl: options.baseUrl,
-        apiKey: options.apiKey,
-        headers: options.headers,
-        skipProps: options.propsRead === "other"
-      }),
-      known: options.propsRead === "llama.cpp" ? LLAMA_CPP : undefined,
-      annotations
-    })
+    const detector = fixed !== undefined ? undefined : autoKind(options, dispatcher)
 
     const send = (request: SubmitRunRequest, sink: RunSink, kind: UpstreamKind): Effect.Effect<void, never, Scope.Scope> =>
       Effect.flatMap(Effect.runtime<never>(), (runtime) => {
@@ -106,16 +97,9 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
             Effect.logWarning(message).pipe(Effect.annotateLogs({ error: upstreamText(detail, secret) }))
           )
         }
-        // Free: an answer that says it is llama.cpp's settles an `auto` kind not known yet.
-        const heard = detector === undefined ? undefined : (server: string | ReadonlyArray<string> | undefined): void => {
-          if (detector.heard(server)) {
-            Runtime.runFork(runtime)(
-              Effect.logInfo("upstream kind").pipe(Effect.annotateLogs({ ...annotations, constraints: "llama.cpp", from: "server header" }))
-            )
-          }
-        }
         const plan = planOutput(request, { ...context, kind })
         const initial = Mapper.initial({ toolMode: plan.toolMode, upstreamModel: options.upstreamModel, constraint: plan.constraint })
+        const heard = detector === undefined ? undefined : heardBy(detector, runtime, options.upstreamModel)
         const run = new UpstreamRun(sink, initial, secret, log, heard)
         if (target === undefined) {
           return Effect.sync(() => {
@@ -143,6 +127,30 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
 
     return { start }
   })
+
+/** `constraints: "auto"`: the kind found out on the first request that needs it (what the node read of `/props` first). */
+const autoKind = (options: Options, dispatcher: Undici.Dispatcher): KindDetector =>
+  makeKindDetector({
+    probe: probeKind(dispatcher, {
+      baseUrl: options.baseUrl,
+      apiKey: options.apiKey,
+      headers: options.headers,
+      skipProps: options.propsRead === "other"
+    }),
+    known: options.propsRead === "llama.cpp" ? LLAMA_CPP : undefined,
+    annotations: { upstream_model: options.upstreamModel }
+  })
+
+/** Free: an answer that says it is llama.cpp's settles an `auto` kind not known yet (logged when it does). */
+const heardBy = (detector: KindDetector, runtime: Runtime.Runtime<never>, upstreamModel: string) =>
+(server: string | ReadonlyArray<string> | undefined): void => {
+  if (!detector.heard(server)) return
+  Runtime.runFork(runtime)(
+    Effect.logInfo("upstream kind").pipe(
+      Effect.annotateLogs({ upstream_model: upstreamModel, constraints: "llama.cpp", from: "server header" })
+    )
+  )
+}
 
 const requestHeaders = (options: Options, accept: string): Record<string, string> => {
   const headers: Record<string, string> = { accept }
