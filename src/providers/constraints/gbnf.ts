@@ -22,7 +22,9 @@ const escapeChar = (ch: string, inClass: boolean): string => {
   if (ch === "\r") return "\\r"
   if (ch === "\t") return "\\t"
   if (!inClass && ch === "\"") return "\\\""
-  if (inClass && (ch === "]" || ch === "[" || ch === "-" || ch === "^")) return `\\${ch === "^" ? "u005E" : ch}`
+  // `\-` is not in older llama.cpp's escapes; `\u` is in every reader's.
+  if (inClass && (ch === "-" || ch === "^")) return `\\u${hex(code, 4)}`
+  if (inClass && (ch === "]" || ch === "[")) return `\\${ch}`
   if (code < 0x20 || code === 0x7f) return `\\u${hex(code, 4)}`
   // Line and paragraph separators and other invisible code points stay readable (and survive any transport).
   if (code === 0x2028 || code === 0x2029 || (code >= 0xd800 && code <= 0xdfff)) return `\\u${hex(code, 4)}`
