@@ -34,10 +34,10 @@ import {
 import { SCHEMA_FAMILIES, toolsOf } from "./matrixFamilies.js"
 
 /**
- * The constrained model's config: the one place to change. Today the edge compiles the grammar in text mode only;
- * once it constrains native tools too, this becomes the plain config (`constraints` omitted: auto; native tools).
+ * The constrained model's config: a plain one (`constraints` omitted: `auto`, which finds llama.cpp; native tools,
+ * the default: a request that needs a constraint is sent in text mode with the grammar), strict.
  */
-const CONSTRAINED: Omit<ModelEntry, "id"> = { constraints: "llama.cpp", tools: "text", strict: true }
+const CONSTRAINED: Omit<ModelEntry, "id"> = { tools: "native", strict: true }
 
 interface Config {
   readonly name: string
