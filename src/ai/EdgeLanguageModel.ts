@@ -1,6 +1,5 @@
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -22,12 +21,10 @@ export const make = (model: string, config: Config = {}): Effect.Effect<Language
   Effect.gen(function* () {
     const chat = yield* ChatCompletions
 
+    // The pure mappings answer an Either, which is an Effect: its Left is the failure.
     const prepare = (method: Method, request: Request) =>
       Effect.flatMap(
-        Either.match(toWireRequest(model, config, request), {
-          onLeft: (reason) => Effect.fail(malformedInput(method, reason)),
-          onRight: Effect.succeed
-        }),
+        Effect.mapError(toWireRequest(model, config, request), (reason) => malformedInput(method, reason)),
         (wire) => Effect.mapError(chat.request(wire), (e) => fromEdgeError(method, e))
       )
 
@@ -36,10 +33,7 @@ export const make = (model: string, config: Config = {}): Effect.Effect<Language
         prepare("generateText", options).pipe(
           Effect.flatMap((prepared) => Effect.mapError(chat.create(prepared), (e) => fromEdgeError("generateText", e))),
           Effect.flatMap((completion) =>
-            Either.match(completionParts(completion), {
-              onLeft: (reason) => Effect.fail(malformedOutput("generateText", reason)),
-              onRight: Effect.succeed
-            })
+            Effect.mapError(completionParts(completion), (reason) => malformedOutput("generateText", reason))
           )
         ),
       streamText: (options) =>
@@ -53,10 +47,7 @@ export const make = (model: string, config: Config = {}): Effect.Effect<Language
               Option.match(chunk, {
                 onNone: () => Effect.succeed([state, streamEnd(state)] as const),
                 onSome: (chunk) =>
-                  Either.match(streamStep(state, chunk), {
-                    onLeft: (reason) => Effect.fail(malformedOutput("streamText", reason)),
-                    onRight: Effect.succeed
-                  })
+                  Effect.mapError(streamStep(state, chunk), (reason) => malformedOutput("streamText", reason))
               })),
             Stream.flattenIterables
           )))
