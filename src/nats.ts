@@ -4,15 +4,21 @@
  * NATS client; its types do not reference the client's either (they do not compile under
  * `exactOptionalPropertyTypes` with `skipLibCheck: false`).
  */
-import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import type { ApiKeySourceError } from "./config/apiKeys.js"
-import { EdgeConfig, type EdgeConfigShape, type ModelConfig } from "./config/EdgeConfig.js"
+import { EdgeConfig, type EdgeConfigShape } from "./config/EdgeConfig.js"
+import { InvalidConfig } from "./config/loadConfig.js"
 import * as Edge from "./Edge.js"
+import * as Logging from "./observability/Logging.js"
+import { modelOptions } from "./protocol/ModelOptions.js"
+import type * as Provider from "./providers/Provider.js"
+import type * as LocalNode from "./run/LocalNode.js"
 import type { NodeRegistry } from "./run/NodeRegistry.js"
-import type { BusConfig, BusConnectFailed, NodeSettings } from "./node/nats/BusConfig.js"
+import type { BusConnectFailed } from "./node/nats/BusConfig.js"
 import * as EdgeTransport from "./run/nats/EdgeTransport.js"
 import * as NodeServer from "./node/nats/NodeServer.js"
 
@@ -23,7 +29,9 @@ export { BusConfig, BusConnectFailed, NodeSettings } from "./node/nats/BusConfig
  * announce themselves: pass it as `nodes` to `Edge.layerFrom`, merged beside `Edge.layerEmbeddedNode` if you like.
  */
 export const layerEdge: Layer.Layer<never, BusConnectFailed, EdgeConfig | NodeRegistry> = Layer.unwrapEffect(
-  Effect.map(EdgeConfig, (c) => EdgeTransport.layerFromConfig(c.bus))
+  // Discovery logs (nodes joining, leaving, changing) at the config's level, as the edge's requests do.
+  Effect.map(EdgeConfig, (c) =>
+    EdgeTransport.layerFromConfig(c.bus).pipe(Layer.provide(Logger.minimumLogLevel(Logging.levels[c.log.level]))))
 )
 
 /** `Edge.layerServer` with the config's remote nodes: what `iop edge` runs. */
@@ -32,13 +40,36 @@ export const layerServer = (
 ): Layer.Layer<never, HttpServerError.ServeError | ApiKeySourceError | BusConnectFailed> =>
   Edge.layerServer(config, layerEdge)
 
+/** A model served by a provider of your own on a node: its id (or options) and the provider. */
+export interface NodeProvider {
+  readonly model: LocalNode.ModelInput
+  readonly provider: Provider.Provider
+}
+
 /**
- * A node serving `models` (with their built-in providers) to the edges on the bus until the layer is released,
- * then draining its runs for at most `drainTimeoutMs`: what `iop node` runs.
+ * A node on the bus, configured as the edge is (`Edge.layer`'s input, the config file's JSON shape): `bus` and
+ * `node` required, `models` served by the built-in providers, `providers` by your own (the same door as
+ * `LocalNode.layerModel`), `server.shutdownGraceMs` how long its runs may finish when the layer is released
+ * (then the rest are cancelled), `log.level` its logs. What `iop node` runs, with your providers beside.
  */
-export const layerNode = (options: {
-  readonly bus: BusConfig
-  readonly node: NodeSettings
-  readonly models: ReadonlyArray<ModelConfig>
-  readonly drainTimeoutMs?: number
-}): Layer.Layer<never, BusConnectFailed, NodeHttpClient.Dispatcher> => NodeServer.layer(options)
+export const layerNode = (
+  input: Edge.EdgeConfigInput,
+  options: { readonly providers?: ReadonlyArray<NodeProvider> } = {}
+): Layer.Layer<never, BusConnectFailed | InvalidConfig> =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const config = yield* Edge.decodeConfig(input)
+      if (config.bus === undefined) return yield* Effect.fail(new InvalidConfig({ file: "config", detail: "$.bus: missing (required by a node)" }))
+      if (config.node === undefined) return yield* Effect.fail(new InvalidConfig({ file: "config", detail: "$.node: missing (required by a node)" }))
+      return NodeServer.layer({
+        bus: config.bus,
+        node: config.node,
+        models: config.models,
+        providers: (options.providers ?? []).map((p) => ({ model: modelOptions(p.model), provider: p.provider })),
+        drainTimeoutMs: config.server.shutdownGraceMs
+      }).pipe(
+        Layer.provide(NodeHttpClient.dispatcherLayer),
+        Layer.provide(Logger.minimumLogLevel(Logging.levels[config.log.level]))
+      )
+    })
+  )

@@ -15,7 +15,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { EdgeConfigSchema, defaultConfig } from "../config/EdgeConfig.js"
 import { applyOverrides, InvalidConfig, loadConfigFile } from "../config/loadConfig.js"
-import { layerNode, layerServer } from "../nats.js"
+import { layerServer } from "../nats.js"
+import * as NodeServer from "../node/nats/NodeServer.js"
 
 import * as Logging from "../observability/Logging.js"
 
@@ -65,7 +66,7 @@ const node = Command.make("node", { config: configOption, logLevel }, (flags) =>
     const file = Option.getOrElse(flags.config, () => "config")
     if (config.bus === undefined) return yield* Effect.fail(new InvalidConfig({ file, detail: "$.bus: missing (required by iop node)" }))
     if (config.node === undefined) return yield* Effect.fail(new InvalidConfig({ file, detail: "$.node: missing (required by iop node)" }))
-    const layer = layerNode({
+    const layer = NodeServer.layer({
       bus: config.bus,
       node: config.node,
       models: config.models,

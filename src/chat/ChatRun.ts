@@ -19,7 +19,7 @@ import * as Session from "./session.js"
 import { type ChatRun, makeChatRun } from "./SessionRun.js"
 import { newToolCallId } from "./toolcalls/native.js"
 import { choiceBinds } from "./toolcalls/validate.js"
-import { onClose } from "../common/onClose.js"
+import { onCloseLogged } from "../common/onClose.js"
 
 export type { ChatRun } from "./SessionRun.js"
 export { runOutcome } from "./SessionRun.js"
@@ -93,7 +93,7 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
           : undefined
         const run = makeChatRun({ handle, config: sessionConfig(request), folds, ...(trace === undefined ? {} : { trace }) })
         // Registered after the run's own finalizers, so it runs first: the summary is written as the run ends.
-        yield* onClose(Effect.suspend(() =>
+        yield* onCloseLogged(Effect.suspend(() =>
           report(metrics, {
             request,
             dispatch: handle.dispatch,

@@ -13,6 +13,21 @@ import * as Scope from "effect/Scope"
 export const onClose = (release: Effect.Effect<void>): Effect.Effect<void, never, Scope.Scope> =>
   Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, release))
 
+/**
+ * `onClose` for a finalizer that logs: it logs at the registering fiber's minimum level and with its annotations,
+ * whichever fiber closes the scope (behind a web handler, the one that finishes the response body, whose level
+ * is the host app's). Two FiberRefs, not all of them.
+ */
+export const onCloseLogged = (release: Effect.Effect<void>): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.flatMap(
+    Effect.zip(FiberRef.get(FiberRef.currentMinimumLogLevel), FiberRef.get(FiberRef.currentLogAnnotations)),
+    ([level, annotations]) =>
+      onClose(release.pipe(
+        Effect.locally(FiberRef.currentMinimumLogLevel, level),
+        Effect.locally(FiberRef.currentLogAnnotations, annotations)
+      ))
+  )
+
 /** `onClose` for a plain callback. */
 export const onCloseSync = (release: () => void): Effect.Effect<void, never, Scope.Scope> => onClose(Effect.sync(release))
 

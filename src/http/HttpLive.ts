@@ -31,7 +31,7 @@ import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
 import { routeLabel } from "../observability/routeLabel.js"
 import { type EdgeRoute, errorResponse, makeRoutes, notFound, toRouter } from "./routes.js"
 import { applyPlan, planUnread } from "./unreadBody.js"
-import { annotateFiberLogs, onClose } from "../common/onClose.js"
+import { annotateFiberLogs, onCloseLogged } from "../common/onClose.js"
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
@@ -93,7 +93,7 @@ const edgeMiddleware = (
       }
       const path = request.url.split("?")[0] ?? request.url
       const route = routeLabel(request.url)
-      yield* onClose(
+      yield* onCloseLogged(
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           yield* metrics.httpResponse({ route, status: response.status })

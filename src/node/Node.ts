@@ -33,8 +33,17 @@ export interface Node {
   readonly activeRuns: Effect.Effect<number>
 }
 
+/** What a node read of a model's upstream when it started (`/props`, for `toolFormats: "auto"`), for its provider. */
+export interface UpstreamRead {
+  /** `/props` answered: llama.cpp's, or a definite other answer (no such route); absent when not read or no answer. */
+  readonly props?: "llama.cpp" | "other"
+}
+
 /** The built-in provider a configured model names (`echo` or `openai`). */
-export const makeProvider = (model: ModelConfig): Effect.Effect<Provider, never, NodeHttpClient.Dispatcher> => {
+export const makeProvider = (
+  model: ModelConfig,
+  read: UpstreamRead = {}
+): Effect.Effect<Provider, never, NodeHttpClient.Dispatcher> => {
   const p = model.provider
   switch (p.type) {
     case "echo":
@@ -47,48 +56,54 @@ export const makeProvider = (model: ModelConfig): Effect.Effect<Provider, never,
         toolMode: model.tools,
         ...(p.headers !== undefined ? { headers: p.headers } : {}),
         ...(p.extraBody !== undefined ? { extraBody: p.extraBody } : {}),
-        // "auto" is read by `resolveFromUpstream`; a config that was not, constrains nothing.
-        constraints: p.constraints === "llama.cpp" ? "llama.cpp" : "none"
+        constraints: p.constraints,
+        toolFormats: model.toolFormats === "auto" ? DEFAULT_TEXT_FORMATS : model.toolFormats,
+        strict: model.output.strict,
+        ...(read.props !== undefined ? { propsRead: read.props } : {})
       })
   }
 }
 
 /**
- * A model's `"auto"` settings made concrete from what its upstream says of itself (llama.cpp's `/props`, read once):
- * `toolFormats` — the formats its chat template teaches (the default ones when it serves none or teaches none the
- * edge knows); the provider's `constraints` — `llama.cpp` when it is llama.cpp's server, else `none`. Logged.
+ * A model's `toolFormats: "auto"` made concrete from its upstream's chat template (llama.cpp's `/props`, read once):
+ * the formats it teaches (the default ones when it serves none or teaches none the edge knows). Logged. What `/props`
+ * said goes to the provider too, so that `constraints: "auto"` does not ask for it again. No other model's upstream
+ * is asked anything here: `constraints: "auto"` asks on the first request that needs a constraint.
  */
-export const resolveFromUpstream = (model: ModelConfig): Effect.Effect<ModelConfig, never, NodeHttpClient.Dispatcher> => {
+export const readUpstream = (
+  model: ModelConfig
+): Effect.Effect<{ readonly model: ModelConfig; readonly read: UpstreamRead }, never, NodeHttpClient.Dispatcher> => {
   const p = model.provider
-  const formatsAuto = model.toolFormats === "auto"
-  if (p.type !== "openai") return Effect.succeed(formatsAuto ? { ...model, toolFormats: DEFAULT_TEXT_FORMATS } : model)
-  if (!formatsAuto && p.constraints !== "auto") return Effect.succeed(model)
-  return Effect.flatMap(fetchProps({ baseUrl: p.baseUrl, apiKey: p.apiKey, headers: p.headers }), (props) => {
-    const template = props?.chatTemplate
+  if (model.toolFormats !== "auto") return Effect.succeed({ model, read: {} })
+  if (p.type !== "openai") return Effect.succeed({ model: { ...model, toolFormats: DEFAULT_TEXT_FORMATS }, read: {} })
+  return Effect.flatMap(fetchProps({ baseUrl: p.baseUrl, apiKey: p.apiKey, headers: p.headers }), (answer) => {
+    const template = answer._tag === "Props" ? answer.props.chatTemplate : undefined
     const taught = template === undefined ? undefined : formatsOfTemplate(template)
-    const toolFormats = formatsAuto ? taught ?? DEFAULT_TEXT_FORMATS : model.toolFormats
-    const constraints = p.constraints === "auto" ? (props?.llamaCpp === true ? "llama.cpp" as const : "none" as const) : p.constraints
-    const resolved: ModelConfig = { ...model, toolFormats, provider: { ...p, constraints } }
+    const read: UpstreamRead = answer._tag === "Props"
+      ? { props: answer.props.llamaCpp ? "llama.cpp" : "other" }
+      : answer._tag === "NoProps" ? { props: "other" } : {}
     const log = Effect.logInfo("read from the upstream").pipe(
       Effect.annotateLogs({
         model: model.id,
-        ...(formatsAuto
-          ? { tool_formats: taught?.join(",") ?? (template === undefined ? "default: no chat template" : "default: template not recognised") }
-          : {}),
-        ...(p.constraints === "auto" ? { constraints } : {})
+        tool_formats: taught?.join(",") ?? (template === undefined ? "default: no chat template" : "default: template not recognised"),
+        ...(read.props === "llama.cpp" && p.constraints === "auto" ? { constraints: "llama.cpp" } : {})
       })
     )
-    return Effect.as(log, resolved)
+    return Effect.as(log, { model: { ...model, toolFormats: taught ?? DEFAULT_TEXT_FORMATS }, read })
   })
 }
+
+/** A model's `"auto"` tool formats made concrete (`readUpstream`). */
+export const resolveFromUpstream = (model: ModelConfig): Effect.Effect<ModelConfig, never, NodeHttpClient.Dispatcher> =>
+  Effect.map(readUpstream(model), (r) => r.model)
 
 /** Configured models with their built-in providers (and their `"auto"` tool formats read). */
 export const servedFromConfig = (
   models: ReadonlyArray<ModelConfig>
 ): Effect.Effect<ReadonlyArray<ServedModel>, never, NodeHttpClient.Dispatcher> =>
   Effect.forEach(models, (configured) =>
-    Effect.flatMap(resolveFromUpstream(configured), (model) =>
-      Effect.map(makeProvider(model), (provider) => ({ model, provider }))))
+    Effect.flatMap(readUpstream(configured), ({ model, read }) =>
+      Effect.map(makeProvider(model, read), (provider) => ({ model, provider }))))
 
 export const make = (options: {
   readonly id: NodeId

@@ -1,7 +1,8 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client"
+import { collectDefaultMetrics, Registry } from "prom-client"
+import * as Dual from "./dualMetric.js"
 import type { Api } from "../protocol/Api.js"
 import type { RouteLabel } from "./routeLabel.js"
 import type { OutputConstraint, Usage } from "../protocol/RunEvent.js"
@@ -55,102 +56,89 @@ export class Metrics extends Context.Tag("@iop/edge/Metrics")<Metrics, Metrics.S
 export const make = (options: { readonly processMetrics: boolean }): Metrics.Service => {
   const registry = new Registry()
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: "iop_" })
-  const requests = new Counter({
+  const requests = Dual.counter(registry, {
     name: "iop_chat_requests_total",
     help: "Requests by API (chat_completions, responses, messages), model, stream mode and outcome.",
-    labelNames: ["api", "model", "stream", "outcome"],
-    registers: [registry]
+    labelNames: ["api", "model", "stream", "outcome"] as const
   })
-  const runs = new Counter({
+  const runs = Dual.counter(registry, {
     name: "iop_runs_total",
     help: "Runs (including tool-validation retries) by model and outcome.",
-    labelNames: ["model", "outcome"],
-    registers: [registry]
+    labelNames: ["model", "outcome"] as const
   })
-  const runDuration = new Histogram({
+  const runDuration = Dual.histogram(registry, {
     name: "iop_run_duration_seconds",
     help: "Run duration from submission to its terminal event.",
-    labelNames: ["model"],
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
-    registers: [registry]
+    labelNames: ["model"] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
   })
-  const ttft = new Histogram({
+  const ttft = Dual.histogram(registry, {
     name: "iop_time_to_first_token_seconds",
     help: "Time from dispatch to the run's first content or reasoning event.",
-    labelNames: ["model"],
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry]
+    labelNames: ["model"] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
   })
-  const interToken = new Histogram({
+  const interToken = Dual.histogram(registry, {
     name: "iop_inter_token_latency_seconds",
     help: "Mean time between a run's token events after the first, one sample per run.",
-    labelNames: ["model"],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-    registers: [registry]
+    labelNames: ["model"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
   })
-  const overhead = new Histogram({
+  const overhead = Dual.histogram(registry, {
     name: "iop_edge_overhead_seconds",
     help: "Edge time per run: request to dispatch, plus turning node events into response chunks.",
-    labelNames: ["model"],
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
-    registers: [registry]
+    labelNames: ["model"] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1]
   })
-  const activeRuns = new Gauge({ name: "iop_active_runs", help: "Runs in progress.", registers: [registry] })
-  const nodes = new Gauge({
+  const activeRuns = Dual.gauge(registry, { name: "iop_active_runs", help: "Runs in progress." })
+  const nodes = Dual.gauge(registry, {
     name: "iop_nodes",
     help: "Registered nodes by state (idle, busy, full).",
-    labelNames: ["state"],
-    registers: [registry]
+    labelNames: ["state"] as const
   })
-  const tokens = new Counter({
+  const tokens = Dual.counter(registry, {
     name: "iop_tokens_total",
     help: "Tokens reported by providers, by API, model, run outcome and kind (input, output, reasoning, cached).",
-    labelNames: ["api", "model", "outcome", "kind"],
-    registers: [registry]
+    labelNames: ["api", "model", "outcome", "kind"] as const
   })
-  const reasoningChars = new Counter({
+  const reasoningChars = Dual.counter(registry, {
     name: "iop_reasoning_characters_total",
     help: "Characters of reasoning produced, by model.",
-    labelNames: ["model"],
-    registers: [registry]
+    labelNames: ["model"] as const
   })
-  const toolValidation = new Counter({
+  const toolValidation = Dual.counter(registry, {
     name: "iop_tool_validation_total",
     help: "Tool-call validation retries and final failures, by model.",
-    labelNames: ["model", "result"],
-    registers: [registry]
+    labelNames: ["model", "result"] as const
   })
-  const toolCalls = new Counter({
+  const toolCalls = Dual.counter(registry, {
     name: "iop_tool_calls_total",
     help: "Requests whose answer made or owed tool calls, once each, by model, outcome (valid, valid_after_replay, " +
       "invalid) and how the last attempt was constrained (grammar, json_schema, none).",
-    labelNames: ["model", "outcome", "constraint"],
-    registers: [registry]
+    labelNames: ["model", "outcome", "constraint"] as const
   })
-  const activeStreams = new Gauge({
+  const activeStreams = Dual.gauge(registry, {
     name: "iop_active_streams",
-    help: "SSE responses currently open.",
-    registers: [registry]
+    help: "SSE responses currently open."
   })
-  const http = new Counter({
+  const http = Dual.counter(registry, {
     name: "iop_http_responses_total",
     help: "HTTP responses by route and status.",
-    labelNames: ["route", "status"],
-    registers: [registry]
+    labelNames: ["route", "status"] as const
   })
   return {
     request: ({ api, model, stream, outcome }) =>
       Effect.sync(() => requests.inc({ api, model, stream: String(stream), outcome })),
     run: (r) =>
       Effect.sync(() => {
-        activeRuns.dec()
+        activeRuns.add({}, -1)
         runs.inc({ model: r.model, outcome: r.outcome })
         runDuration.observe({ model: r.model }, r.durationMs / 1000)
         if (r.ttftMs !== undefined) ttft.observe({ model: r.model }, r.ttftMs / 1000)
         if (r.interTokenMs !== undefined) interToken.observe({ model: r.model }, r.interTokenMs / 1000)
         overhead.observe({ model: r.model }, r.overheadMs / 1000)
       }),
-    runStarted: Effect.sync(() => activeRuns.inc()),
+    runStarted: Effect.sync(() => activeRuns.add({}, 1)),
     nodes: (list) =>
       Effect.sync(() => {
         const count = { idle: 0, busy: 0, full: 0 }
@@ -167,8 +155,8 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
     reasoningChars: (model, chars) => Effect.sync(() => (chars > 0 ? reasoningChars.inc({ model }, chars) : undefined)),
     toolValidation: (model, result) => Effect.sync(() => toolValidation.inc({ model, result })),
     toolCalls: ({ model, outcome, constraint }) => Effect.sync(() => toolCalls.inc({ model, outcome, constraint })),
-    streamOpened: Effect.sync(() => activeStreams.inc()),
-    streamClosed: Effect.sync(() => activeStreams.dec()),
+    streamOpened: Effect.sync(() => activeStreams.add({}, 1)),
+    streamClosed: Effect.sync(() => activeStreams.add({}, -1)),
     httpResponse: ({ route, status }) => Effect.sync(() => http.inc({ route, status: String(status) })),
     exposition: Effect.promise(() => registry.metrics()).pipe(
       Effect.map((body) => ({ contentType: registry.contentType, body }))

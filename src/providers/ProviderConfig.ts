@@ -21,13 +21,14 @@ export const OpenAiProviderConfig = Schema.Struct({
    */
   extraBody: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   /**
-   * What the upstream can constrain: `llama.cpp` takes a GBNF `grammar`, so a text-mode request that must call a
-   * tool (`tool_choice` required or named) or has a strict tool is sent the grammar of its legal answers, compiled
-   * from its tools' JSON Schemas; `none` (the default) sends no constraint and relies on validation; `auto` is
-   * `llama.cpp` when the upstream answers llama.cpp's `GET /props`, read by its node when it starts. Not the default
-   * yet: it is one more request to every upstream at start, which an operator should choose.
+   * What the upstream can constrain, for a request that must call a tool or is strict (a strict model or tool):
+   * `llama.cpp` (a GBNF `grammar`), `vllm` (the same grammar as its structured output), `ollama` (a JSON Schema of
+   * the answer, through `response_format`), `none` (validation only), or `auto` (the default): asked of the
+   * upstream on the first request that needs it (`GET /props`, `/version`, `/api/version`), then kept.
    */
-  constraints: Schema.optionalWith(Schema.Literal("auto", "llama.cpp", "none"), { default: () => "none" as const })
+  constraints: Schema.optionalWith(Schema.Literal("auto", "llama.cpp", "vllm", "ollama", "none"), {
+    default: () => "auto" as const
+  })
 })
 
 export const ProviderConfig = Schema.Union(EchoProviderConfig, OpenAiProviderConfig)

@@ -46,6 +46,8 @@ const upstream = (script: (n: number) => Answer) =>
         const server = http.createServer((req, res) => {
           req.resume()
           req.on("end", () => {
+            // Only chat requests (a strict request's provider may first ask GET /props and the like: none here).
+            if (req.method !== "POST") return void res.writeHead(404).end()
             const answer = script(requests++)
             res.writeHead(answer.status, answer.headers).end(answer.body)
           })

@@ -4,11 +4,16 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writ
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { promisify } from "node:util"
+import { startNatsServer } from "../support/natsServer.js"
 
 const exec = promisify(execFile)
 /** A command whose failure message carries its output (a type error, a failed test), not just its exit code. */
-const run = (file: string, args: ReadonlyArray<string>, options: { readonly cwd?: string } = {}) =>
-  exec(file, args, { ...options, env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" }, maxBuffer: 16 * 1024 * 1024 }).catch((e: { stdout?: string; stderr?: string; message: string }) => {
+const run = (
+  file: string,
+  args: ReadonlyArray<string>,
+  options: { readonly cwd?: string; readonly env?: Readonly<Record<string, string>> } = {}
+) =>
+  exec(file, args, { cwd: options.cwd, env: { ...process.env, ...options.env, NO_COLOR: "1", FORCE_COLOR: "0" }, maxBuffer: 16 * 1024 * 1024 }).catch((e: { stdout?: string; stderr?: string; message: string }) => {
     return Promise.reject(new Error(`${file} ${args.join(" ")} failed: ${e.message}\n${e.stdout ?? ""}\n${e.stderr ?? ""}`.slice(0, 8000)))
   })
 const ROOT = resolve(import.meta.dirname, "../..")
@@ -91,7 +96,10 @@ describe("examples/app against the packed tarball", () => {
       expect(snippets).toBeGreaterThanOrEqual(6)
 
       await run("npx", ["tsc", "-p", "."], { cwd: app })
-      const tests = await run("npx", ["vitest", "run", "--reporter=dot"], { cwd: app })
+      // The NATS block runs against a real nats-server.
+      const nats = await startNatsServer()
+      const tests = await run("npx", ["vitest", "run", "--reporter=dot"], { cwd: app, env: { NATS_URL: nats.url } })
+        .finally(() => nats.stop())
       expect(tests.stdout).not.toMatch(/failed/)
       // The app's own 5 tests, the docs' test snippet, and one run per other snippet.
       expect(Number(/Tests\s+(\d+) passed/.exec(tests.stdout)?.[1])).toBe(5 + snippets)

@@ -17,7 +17,7 @@ const DECIDED: Record<string, ReadonlyArray<string>> = {
     "ModelOptions", "NodeRegistry", "OpenAiProvider", "Provider", "RunErrors", "RunEvent", "RunOutcomeError",
     "RunService", "RunSink", "SubmitError", "SubmitRunRequest"
   ],
-  "nats.d.ts": ["BusConfig", "BusConnectFailed", "NodeSettings", "layerEdge", "layerNode", "layerServer"],
+  "nats.d.ts": ["BusConfig", "BusConnectFailed", "NodeProvider", "NodeSettings", "layerEdge", "layerNode", "layerServer"],
   "testing.d.ts": [
     "ErrorResponse", "RecordingSink", "RunState", "ScriptedModels", "ScriptedProvider", "ScriptedProviderOptions",
     "ScriptedRun", "ScriptedRunService", "ServerLayer", "SseEvent", "Step", "TestEdge", "TestServer",

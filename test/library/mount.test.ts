@@ -1,3 +1,4 @@
+import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -6,6 +7,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as HashMap from "effect/HashMap"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
@@ -210,6 +212,38 @@ describe("the edge as a library", () => {
       yield* Fiber.join(closing)
       expect(rest).toContain("edge shutting down")
       expect(rest.endsWith("data: [DONE]\n\n")).toBe(true)
+    }))
+
+  /** What the edge logged behind a web handler (a streamed and a whole answer), and whether each line had its request id. */
+  const loggedBehindWebHandler = (level: "info" | "none") =>
+    Effect.gen(function* () {
+      const lines: Array<{ message: unknown; requestId: boolean }> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make<unknown, void>(({ annotations, message }) =>
+        void lines.push({ message, requestId: HashMap.has(annotations, "request_id") })))
+      const { dispose, handler } = HttpApp.toWebHandlerLayerWith(Layer.merge(Edge.layer({ log: { level }, models: [echo] }), capture), {
+        toHandler: (runtime) => Effect.provide(Edge.httpApp, runtime)
+      })
+      for (const stream of [true, false]) {
+        const response = yield* Effect.promise(() =>
+          handler(new Request("http://localhost/v1/chat/completions", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ model: "echo", stream, messages: [{ role: "user", content: "hi there" }] })
+          })))
+        yield* Effect.promise(() => response.text())
+      }
+      yield* Effect.promise(() => dispose())
+      return lines.filter((l) => l.message !== "draining" && l.message !== "stopped")
+    })
+
+  it.live("log.level holds behind a web handler too: a streamed answer's lines (written when its body ends) at the config's level, with the request's id", () =>
+    Effect.gen(function* () {
+      const info = yield* loggedBehindWebHandler("info")
+      const messages = info.flatMap((l): Array<unknown> => (Array.isArray(l.message) ? l.message : [l.message]))
+      expect(messages.filter((m) => m === "http request")).toHaveLength(2)
+      expect(messages.filter((m) => m === "run finished")).toHaveLength(2)
+      expect(info.every((l) => l.requestId)).toBe(true)
+      expect(yield* loggedBehindWebHandler("none")).toEqual([])
     }))
 
   it.live("log.level is honoured by the library's layers: info logs the run and the request, none writes nothing", () =>

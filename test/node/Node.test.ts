@@ -8,9 +8,10 @@ import * as Exit from "effect/Exit"
 import * as TestClock from "effect/TestClock"
 import { ModelConfig } from "../../src/config/EdgeConfig.js"
 import * as Node from "../../src/node/Node.js"
-import { NodeId, RunId } from "../../src/protocol/RunEvent.js"
+import { CONSTRAINT_KEY, NodeId, RunId } from "../../src/protocol/RunEvent.js"
 import type { SubmitRunRequest } from "../../src/protocol/SubmitRunRequest.js"
 import { RecordingSink } from "../../src/testing.js"
+import { type FakeUpstreamOptions, startFakeUpstream, textStream } from "../support/fakeUpstream.js"
 
 const echo = Schema.decodeUnknownSync(ModelConfig)({ id: "echo", provider: { type: "echo", tokenDelayMs: 10 } })
 const make = Node.servedFromConfig([echo]).pipe(
@@ -65,4 +66,50 @@ describe("Node", () => {
       expect(yield* node.activeRuns).toBe(0)
     })
   )
+})
+
+describe("Node: what it asks a model's upstream when it starts", () => {
+  const fakeUpstream = (options: FakeUpstreamOptions) =>
+    Effect.acquireRelease(
+      Effect.promise(() => startFakeUpstream({ kind: "sse", events: textStream(["ok"]) }, options)),
+      (fake) => Effect.promise(() => fake.close())
+    )
+  const openai = (url: string, fields: Record<string, unknown> = {}) =>
+    Schema.decodeUnknownSync(ModelConfig)({ id: "m", provider: { type: "openai", baseUrl: url }, ...fields })
+  const required: SubmitRunRequest = {
+    ...request("m", "book"),
+    tools: [{ type: "function", function: { name: "book", parameters: { type: "object" } } }],
+    toolChoice: "required"
+  }
+  const run = (node: Node.Node, submit: SubmitRunRequest) =>
+    Effect.gen(function* () {
+      const rec = yield* RecordingSink.make
+      yield* node.execute(RunId.make("r"), submit, rec.sink)
+      yield* rec.ended
+      const last = (yield* rec.events).at(-1)
+      return last?._tag === "Complete" ? last.metadata[CONSTRAINT_KEY] : undefined
+    })
+  const serve = (model: typeof ModelConfig.Type) =>
+    Effect.map(Node.servedFromConfig([model]), (models) => Node.make({ id: NodeId.make("n"), models, maxConcurrentRuns: 4 }))
+
+  it.scoped("a plain config (constraints auto by default) asks nothing at start; its first strict request does", () =>
+    Effect.gen(function* () {
+      const fake = yield* fakeUpstream({ routes: { "/props": { body: { chat_template: "x", default_generation_settings: {} } } } })
+      const model = openai(fake.url)
+      expect(model.provider.type === "openai" ? model.provider.constraints : undefined).toBe("auto")
+      const node = yield* serve(model)
+      expect(fake.others).toEqual([])
+      expect(yield* run(node, required)).toBe("grammar")
+      expect(fake.others.map((r) => r.path)).toEqual(["/props"])
+    }).pipe(Effect.provide(NodeHttpClient.dispatcherLayer)))
+
+  it.scoped("toolFormats auto reads /props once: the provider is told what it said, and does not ask again", () =>
+    Effect.gen(function* () {
+      const llama = yield* fakeUpstream({ routes: { "/props": { body: { chat_template: "<tool_call>", default_generation_settings: {} } } } })
+      expect(yield* run(yield* serve(openai(llama.url, { toolFormats: "auto" })), required)).toBe("grammar")
+      expect(llama.others.map((r) => r.path)).toEqual(["/props"])
+      const vllm = yield* fakeUpstream({ routes: { "/version": { body: { version: "0.11.0" } } } })
+      expect(yield* run(yield* serve(openai(vllm.url, { toolFormats: "auto" })), required)).toBe("grammar")
+      expect(vllm.others.map((r) => r.path)).toEqual(["/props", "/version"])
+    }).pipe(Effect.provide(NodeHttpClient.dispatcherLayer)))
 })

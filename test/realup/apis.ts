@@ -106,24 +106,27 @@ const obj = (v: unknown): Json => (typeof v === "object" && v !== null && !Array
 const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
-export const ask = async (a: Ask): Promise<Outcome> => {
-  const response = await fetch(a.url + PATHS[a.api], {
+export const ask = (a: Ask): Promise<Outcome> => send(a.url, a.api, a.stream, bodyOf(a))
+
+/** A body the caller built (its `stream` field must match `stream`), to the API's path of the edge at `url`. */
+export const send = async (url: string, api: Api, stream: boolean, body: Json): Promise<Outcome> => {
+  const response = await fetch(url + PATHS[api], {
     method: "POST",
     headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },
-    body: JSON.stringify(bodyOf(a)),
+    body: JSON.stringify(body),
     signal: AbortSignal.timeout(120_000)
   })
   const text = await response.text()
   if (response.status !== 200) throw new Refused(response.status, text)
-  if (!a.stream) {
+  if (!stream) {
     const json = obj(JSON.parse(text))
-    return a.api === "chat" ? chatJson(json) : a.api === "responses" ? responsesJson(json) : messagesJson(json)
+    return api === "chat" ? chatJson(json) : api === "responses" ? responsesJson(json) : messagesJson(json)
   }
   const events: Array<{ event: string | undefined; data: string }> = []
   const parser = createParser({ onEvent: (e) => events.push({ event: e.event, data: e.data }) })
   parser.feed(text)
   const datas = events.filter((e) => e.data !== "[DONE]").map((e) => obj(JSON.parse(e.data)))
-  const out = a.api === "chat" ? chatSse(datas) : a.api === "responses" ? responsesSse(datas) : messagesSse(datas)
+  const out = api === "chat" ? chatSse(datas) : api === "responses" ? responsesSse(datas) : messagesSse(datas)
   const errors = datas.flatMap((d) =>
     d["error"] !== undefined ? [JSON.stringify(d["error"])] : d["type"] === "response.failed" ? [JSON.stringify(obj(d["response"])["error"])] : []
   )

@@ -1,8 +1,10 @@
 /**
  * Strict at the source (issue 21): a strict tool whose schema a random model cannot satisfy by chance, through a
- * real llama-server, found by `constraints: "auto"` — the edge compiles the request's schemas into
- * the grammar of the answer. Every call must be schema-valid at the first attempt (the edge's strict validation would replay it:
- * no replay may happen), `tool_choice` required and named honoured, `parallel_tool_calls: false` one call.
+ * real llama-server found by `constraints: "auto"` — the edge compiles the request's schemas into the grammar of the
+ * answer. Every call must be schema-valid at the first attempt (the edge's strict validation would replay it: no
+ * replay may happen), `tool_choice` required and named honoured, `parallel_tool_calls: false` one call. Two models:
+ * a text-mode one with `constraints: "auto"` written out, and a plain config (native tools, no `constraints`: the
+ * default `auto` asks the server what it is on the first strict request, and sends that request in text mode).
  */
 import { Ajv2020 } from "ajv/dist/2020.js"
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
@@ -16,7 +18,9 @@ beforeAll(async () => {
   edge = await startEdge(upstream, [
     // "auto" finds llama.cpp by its /props.
     { id: "constrained", constraints: "auto", strict: true },
-    { id: "unconstrained", strict: false }
+    // A plain config: native tools, constraints by default.
+    { id: "plain", tools: "native", strict: true },
+    { id: "unconstrained", constraints: "none", strict: false }
   ])
 })
 afterAll(async () => {
@@ -71,10 +75,12 @@ const ask = async (model: string, fields: Record<string, unknown>, seed: number)
   return { status: response.status, calls }
 }
 
-const retries = async (): Promise<number> => {
+/** The replays of `model`'s invalid answers so far. */
+const retries = async (model: string): Promise<number> => {
   const text = await (await fetch(`${base()}/metrics`)).text()
-  const line = text.split("\n").find((l) => l.startsWith("iop_tool_validation") && l.includes("retry"))
-  return line === undefined ? 0 : Number(line.split(" ").at(-1))
+  return text.split("\n")
+    .filter((l) => l.startsWith("iop_tool_validation") && l.includes("retry") && l.includes(`"${model}"`))
+    .reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0)
 }
 
 const N = 5
@@ -84,12 +90,15 @@ const CHOICES = [
   ["required, one call", { tool_choice: "required", parallel_tool_calls: false }]
 ] as const
 
+const MODELS = ["constrained", "plain"] as const
+const CASES = MODELS.flatMap((model) => CHOICES.map(([name, fields]) => [model, name, fields] as const))
+
 describe.sequential("a strict tool through llama-server, constrained by the edge's compiled grammar", () => {
-  it.each(CHOICES)("%s: every call schema-valid at the first attempt", async (_name, fields) => {
-    const before = await retries()
+  it.each(CASES)("%s, %s: every call schema-valid at the first attempt", async (model, _name, fields) => {
+    const before = await retries(model)
     const table: Array<string> = []
     for (let seed = 1; seed <= N; seed++) {
-      const answer = await ask("constrained", fields, seed)
+      const answer = await ask(model, fields, seed)
       expect(answer.status).toBe(200)
       expect(answer.calls.length).toBeGreaterThanOrEqual(1)
       if ("parallel_tool_calls" in fields) expect(answer.calls).toHaveLength(1)
@@ -101,8 +110,22 @@ describe.sequential("a strict tool through llama-server, constrained by the edge
       }
       table.push(`${answer.calls[0]?.name}${JSON.stringify(answer.calls[0]?.args)}`)
     }
-    console.log(`${_name}: ${N} of ${N} valid: ${table.join(" ")}`)
-    expect(await retries()).toBe(before)
+    console.log(`${model}, ${_name}: ${N} of ${N} valid: ${table.join(" ")}`)
+    expect(await retries(model)).toBe(before)
+  })
+
+  it("a strict model under tool_choice auto: free text or valid calls, never a replay", async () => {
+    for (const model of MODELS) {
+      const before = await retries(model)
+      for (let seed = 1; seed <= N; seed++) {
+        const answer = await ask(model, { tool_choice: "auto" }, seed)
+        expect(answer.status).toBe(200)
+        for (const call of answer.calls) {
+          expect(call.name === "book_flight" ? valid(call.args) : JSON.stringify(call.args) === "{}").toBe(true)
+        }
+      }
+      expect(await retries(model)).toBe(before)
+    }
   })
 
   it("unconstrained (the same random model): the edge's tool_choice holds, but no valid call comes", async () => {

@@ -1,6 +1,7 @@
 /**
- * An in-process edge on an ephemeral loopback port whose models are the text tool-call families, each a model of
- * the real llama-server (`tiny`) with `extraBody.grammar` forcing that family's markup for the known call.
+ * An in-process edge on an ephemeral loopback port whose models are models of the real llama-server (`tiny`): the
+ * text tool-call families (each with `extraBody.grammar` forcing that family's markup for the known call), or
+ * strict models constrained by the edge.
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -21,9 +22,14 @@ export interface ModelEntry {
   /** The request-level GBNF sent upstream with every request of this model (none: the edge compiles its own). */
   readonly grammar?: string
   readonly toolFormats?: ReadonlyArray<string>
-  /** `llama.cpp`: the edge compiles the request's tool schemas into the grammar. */
-  readonly constraints?: "auto" | "llama.cpp" | "none"
+  /** What the upstream can constrain (absent: the default, `auto`, found out on the first request that needs it). */
+  readonly constraints?: "auto" | "llama.cpp" | "vllm" | "ollama" | "none"
   readonly strict?: boolean
+  /**
+   * How tools reach the upstream: `text` unless said (the edge's Hermes prompt); `native` (the server's own
+   * template) is written as no `tools` key at all, the default, as a plain config has it.
+   */
+  readonly tools?: "text" | "native"
 }
 
 export interface RealEdge {
@@ -39,7 +45,7 @@ export const startEdge = async (upstream: string, models: ReadonlyArray<ModelEnt
       log: { level: "error" },
       models: models.map((m) => ({
         id: m.id,
-        tools: "text",
+        ...(m.tools === "native" ? {} : { tools: "text" }),
         ...(m.toolFormats !== undefined ? { toolFormats: m.toolFormats } : {}),
         ...(m.strict === true ? { output: { strict: true } } : {}),
         provider: {

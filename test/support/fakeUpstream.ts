@@ -36,6 +36,8 @@ export interface FakeUpstream {
   /** Base URL ending in `/v1`. */
   readonly url: string
   readonly requests: Array<RecordedRequest>
+  /** Every other request (`GET /props`, `/version`, `/api/version`, `/v1/models`, …), in order. */
+  readonly others: Array<RecordedRequest>
   /** `Date.now()` when the client closed a connection before its response ended. */
   readonly aborted: Array<{ readonly at: number }>
   /** `Date.now()` when the fake had written a response to its end (the client may not have read it yet). */
@@ -47,10 +49,20 @@ export interface FakeUpstream {
 
 export type Handler = (request: RecordedRequest, index: number) => Script | Promise<Script>
 
+/**
+ * How a `GET` route answers: a JSON body (status 200 unless given), a bare status, `hang` (never: the connection
+ * stays open), or `reset` (the connection is destroyed before any answer).
+ */
+export type RouteAnswer = { readonly status?: number; readonly body?: unknown } | "hang" | "reset"
+
 export interface FakeUpstreamOptions {
   readonly models?: ReadonlyArray<string>
   /** Served as llama.cpp does, `GET /props` → `{ chat_template }` (no such route without it). */
   readonly chatTemplate?: string
+  /** More `GET` routes by path (`/props`, `/version`, `/api/version`); a function answers its n-th call (0-based). */
+  readonly routes?: Readonly<Record<string, RouteAnswer | ((index: number) => RouteAnswer)>>
+  /** A `Server` header on every answer (llama-server sends `llama.cpp`). */
+  readonly server?: string
 }
 
 export const FAKE_MODEL = "fake-model"
@@ -128,6 +140,8 @@ export const startFakeUpstream = async (
   options: FakeUpstreamOptions = {}
 ): Promise<FakeUpstream> => {
   const requests: Array<RecordedRequest> = []
+  const others: Array<RecordedRequest> = []
+  const routeCalls = new Map<string, number>()
   const aborted: Array<{ at: number }> = []
   const finished: Array<{ at: number }> = []
   const decide: Handler = typeof handler === "function" ? handler : () => handler
@@ -139,6 +153,18 @@ export const startFakeUpstream = async (
       path,
       body: parseBody(await readBody(req)),
       headers: { ...req.headers }
+    }
+    if (options.server !== undefined) res.setHeader("server", options.server)
+    if (req.method !== "POST" || path !== "/v1/chat/completions") others.push(recorded)
+    const route = req.method === "GET" ? options.routes?.[path] : undefined
+    if (route !== undefined) {
+      const n = routeCalls.get(path) ?? 0
+      routeCalls.set(path, n + 1)
+      const answer = typeof route === "function" ? route(n) : route
+      if (answer === "hang") return
+      if (answer === "reset") return void req.socket.destroy()
+      res.writeHead(answer.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(answer.body ?? {}))
+      return
     }
     if (req.method === "GET" && path === "/v1/models") {
       const data = (options.models ?? [FAKE_MODEL]).map((id) => ({ id, object: "model", created: 0, owned_by: "fake" }))
@@ -182,6 +208,7 @@ export const startFakeUpstream = async (
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    others,
     aborted,
     finished,
     connections: () => connections,

@@ -31,8 +31,6 @@ export { NodeSettings } from "./BusConfig.js"
 export interface ServeOptions {
   readonly bus: BusConfig
   readonly nodeId: NodeId
-  /** The configs of the node's models, announced (without upstream secrets) so edges apply their output options. */
-  readonly models: ReadonlyArray<ModelConfig>
   /** On shutdown, how long runs may go on before they are cancelled (default 10 s). */
   readonly drainTimeoutMs?: number
   /**
@@ -93,14 +91,12 @@ export const serve = (
     const timeoutMs = options.bus.nodeTimeoutMs
     const instanceId = randomBytes(8).toString("base64url")
     const served = new Set(node.models.map((m) => m.id))
-    // As the node serves them: its `"auto"` tool formats already read from the upstream's template.
-    const announcedFor = (models: ReadonlyArray<ModelOptions>) => {
-      const resolved = new Map(models.map((m) => [m.id, m.toolFormats]))
-      return options.models.filter((m) => served.has(m.id)).map((m) =>
-        P.publicModel({ ...m, toolFormats: resolved.get(m.id) ?? m.toolFormats })
-      )
+    // As the node serves them, their `"auto"` tool formats read from the upstream's template (anew: `refreshed`).
+    const announcedFor = (refreshed: ReadonlyArray<ModelOptions>): ReadonlyArray<ModelOptions> => {
+      const resolved = new Map(refreshed.map((m) => [m.id, m.toolFormats]))
+      return node.models.map((m) => ({ ...m, toolFormats: resolved.get(m.id) ?? m.toolFormats }))
     }
-    let announced = announcedFor(node.models)
+    let announced = announcedFor([])
     const max = node.maxConcurrentRuns
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const clock = yield* Effect.clock
@@ -306,13 +302,15 @@ export const serve = (
   })
 
 /**
- * `iop node`: connects to the bus, hosts the models' providers and serves
- * them until the layer is released (then drains as `serve` describes).
+ * A node on the bus: the config's models with their built-in providers, and `providers` (models served by
+ * providers of your own), hosted and served until the layer is released (then it drains as `serve` describes).
+ * What `iop node` runs, and `iop-edge/nats`'s `layerNode`.
  */
 export const layer = (options: {
   readonly bus: BusConfig
   readonly node: NodeSettings
   readonly models: ReadonlyArray<ModelConfig>
+  readonly providers?: ReadonlyArray<Node.ServedModel>
   readonly drainTimeoutMs?: number
 }): Layer.Layer<never, BusConnectFailed, NodeHttpClient.Dispatcher> =>
   Layer.scopedDiscard(
@@ -320,14 +318,13 @@ export const layer = (options: {
       const nodeId = NodeId.make(options.node.id)
       const node = Node.make({
         id: nodeId,
-        models: yield* Node.servedFromConfig(options.models),
+        models: [...(yield* Node.servedFromConfig(options.models)), ...(options.providers ?? [])],
         maxConcurrentRuns: options.node.maxConcurrentRuns
       })
       const dispatcher = yield* Effect.context<NodeHttpClient.Dispatcher>()
       yield* serve(node, {
         bus: options.bus,
         nodeId,
-        models: options.models,
         refreshModels: Effect.forEach(options.models, Node.resolveFromUpstream).pipe(Effect.provide(dispatcher)),
         ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})
       })

@@ -1,6 +1,6 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { ModelConfig } from "../ModelConfig.js"
+import { ModelOptions } from "../../protocol/ModelOptions.js"
 import { primaryIssue } from "../../common/parseIssues.js"
 import { NodeId, RunEvent, RunId, type TokenLogprob } from "../../protocol/RunEvent.js"
 import { SubmitRunRequest } from "../../protocol/SubmitRunRequest.js"
@@ -40,7 +40,8 @@ export const NodeAnnounce = Schema.Struct({
   v: V,
   nodeId: NodeId,
   instanceId: Schema.String,
-  models: Schema.Array(ModelConfig),
+  /** Each model's options (what the edge's chat plane applies), never its provider: no upstream, no secret. */
+  models: Schema.Array(ModelOptions),
   maxConcurrentRuns: Capacity,
   inFlight: Count,
   draining: Schema.Boolean
@@ -199,19 +200,6 @@ export const encode = {
   runCancel: encoder(RunCancel),
   runCredit: encoder(RunCredit),
   edgeHeartbeat: encoder(EdgeHeartbeat)
-}
-
-/** A model as a node announces it: everything the edge's chat plane needs, without upstream secrets. */
-export const publicModel = (model: ModelConfig): ModelConfig => {
-  const p = model.provider
-  if (p.type !== "openai") return model
-  const provider = {
-    type: "openai" as const,
-    baseUrl: p.baseUrl,
-    constraints: p.constraints,
-    ...(p.model !== undefined ? { model: p.model } : {})
-  }
-  return { ...model, provider }
 }
 
 // ---------------------------------------------------------------------------

@@ -10,7 +10,11 @@ export const MAX_REPETITION = 1000
 
 const hex = (code: number, width: number): string => code.toString(16).toUpperCase().padStart(width, "0")
 
-/** One code point inside a GBNF literal or class: the syntax characters escaped, controls as `\xXX`. */
+/**
+ * One code point inside a GBNF literal or class: the syntax characters escaped, controls as `\uXXXX`. Never `\xXX`:
+ * xgrammar (vLLM's default backend, which reads this GBNF as its EBNF) takes every hex digit after `\x`, so
+ * `\x1Fa` would be one code point there; `\u` is exactly four digits in both.
+ */
 const escapeChar = (ch: string, inClass: boolean): string => {
   const code = ch.codePointAt(0) ?? 0
   if (ch === "\\") return "\\\\"
@@ -18,8 +22,10 @@ const escapeChar = (ch: string, inClass: boolean): string => {
   if (ch === "\r") return "\\r"
   if (ch === "\t") return "\\t"
   if (!inClass && ch === "\"") return "\\\""
-  if (inClass && (ch === "]" || ch === "[" || ch === "-" || ch === "^")) return `\\${ch === "^" ? "x5E" : ch}`
-  if (code < 0x20 || code === 0x7f) return `\\x${hex(code, 2)}`
+  // `\-` is not in older llama.cpp's escapes; `\u` is in every reader's.
+  if (inClass && (ch === "-" || ch === "^")) return `\\u${hex(code, 4)}`
+  if (inClass && (ch === "]" || ch === "[")) return `\\${ch}`
+  if (code < 0x20 || code === 0x7f) return `\\u${hex(code, 4)}`
   // Line and paragraph separators and other invisible code points stay readable (and survive any transport).
   if (code === 0x2028 || code === 0x2029 || (code >= 0xd800 && code <= 0xdfff)) return `\\u${hex(code, 4)}`
   return ch

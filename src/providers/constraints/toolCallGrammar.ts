@@ -61,7 +61,7 @@ export const textWithout = (rules: RuleSet, tag: string): string | undefined => 
 }
 
 /** The arguments' schema as the edge validates them: a JSON object (a schema without a `type` is made one). */
-const argumentsSchema = (parameters: unknown): unknown =>
+export const argumentsSchema = (parameters: unknown): unknown =>
   isRecord(parameters) && parameters["type"] === undefined && parameters["$ref"] === undefined &&
     parameters["anyOf"] === undefined && parameters["oneOf"] === undefined && parameters["allOf"] === undefined
     ? { ...parameters, type: "object" }

@@ -32,6 +32,8 @@ type Emit = readonly [MapperState, ReadonlyArray<RunEvent.RunEvent>]
 
 export interface MapperState {
   readonly toolMode: ToolMode
+  /** How the provider constrained this answer at the upstream: `Complete.metadata[CONSTRAINT_KEY]` (absent: unsaid). */
+  readonly constraint: RunEvent.OutputConstraint | undefined
   /** The configured upstream model, used when the upstream does not name one. */
   readonly configuredModel: string | undefined
   readonly reportedModel: string | undefined
@@ -45,8 +47,13 @@ export interface MapperState {
 
 const NO_ENTRIES: ReadonlyArray<UpstreamTokenLogprob> = []
 
-export const initial = (options?: { readonly toolMode?: ToolMode; readonly upstreamModel?: string }): MapperState => ({
+export const initial = (options?: {
+  readonly toolMode?: ToolMode
+  readonly upstreamModel?: string
+  readonly constraint?: RunEvent.OutputConstraint
+}): MapperState => ({
   toolMode: options?.toolMode ?? "native",
+  constraint: options?.constraint,
   configuredModel: options?.upstreamModel,
   reportedModel: undefined,
   calls: [],
@@ -239,7 +246,8 @@ export const finish = (state: MapperState): RunEvent.RunEvent => {
     ...(state.usage !== undefined ? { usage: state.usage } : {}),
     metadata: {
       ...(model !== undefined ? { upstream_model: model } : {}),
-      ...(state.toolMode === "text" ? { tool_mode: "text" } : {})
+      ...(state.toolMode === "text" ? { tool_mode: "text" } : {}),
+      ...(state.constraint !== undefined ? { [RunEvent.CONSTRAINT_KEY]: state.constraint } : {})
     }
   })
 }

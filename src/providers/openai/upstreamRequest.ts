@@ -8,7 +8,7 @@ import type {
   ToolChoice
 } from "../../protocol/SubmitRunRequest.js"
 import type { ToolMode } from "../../protocol/ModelOptions.js"
-import { toolCallGrammar } from "../constraints/toolCallGrammar.js"
+import type { AnswerShape } from "./outputConstraint.js"
 
 /**
  * `SubmitRunRequest` → the JSON body of `POST {baseUrl}/chat/completions`.
@@ -22,8 +22,8 @@ export interface UpstreamRequestOptions {
   readonly toolMode: ToolMode
   /** The configured `extraBody`: under the request's own fields. */
   readonly extraBody?: Readonly<Record<string, unknown>>
-  /** `llama.cpp`: a text-mode request that must call a tool, or has a strict one, is sent its answer's grammar. */
-  readonly constraints?: "llama.cpp" | "none"
+  /** The answer's constraint (`outputConstraint.ts`): its fields, and the shape of calls the prompt teaches. */
+  readonly constraint?: { readonly fields: Readonly<Record<string, unknown>>; readonly shape: AnswerShape }
 }
 
 type Json = Record<string, unknown>
@@ -39,7 +39,9 @@ export const toUpstreamBody = (request: SubmitRunRequest, options: UpstreamReque
   const tools = options.toolMode === "native" && request.tools.length > 0 ? request.tools.map(toolJson) : undefined
   const own = defined({
     model: options.upstreamModel,
-    messages: options.toolMode === "native" ? request.messages.map(messageJson) : textModeMessages(request),
+    messages: options.toolMode === "native"
+      ? request.messages.map(messageJson)
+      : textModeMessages(request, options.constraint?.shape ?? "hermes"),
     // A whole answer (JSON) when the caller takes it whole: cheaper to read, and its usage comes with it.
     stream: request.wholeAnswer !== true,
     stream_options: request.wholeAnswer === true ? undefined : { include_usage: true },
@@ -63,9 +65,8 @@ export const toUpstreamBody = (request: SubmitRunRequest, options: UpstreamReque
     tool_choice: tools !== undefined ? request.toolChoice : undefined,
     parallel_tool_calls: tools !== undefined ? request.parallelToolCalls : undefined
   })
-  // The caller's own constraint wins over the configured one; neither over what the edge sends.
-  const grammar = options.constraints === "llama.cpp" ? compiledGrammar(request, options.toolMode) : undefined
-  return { ...options.extraBody, ...(grammar === undefined ? {} : { grammar }), ...s.constraints, ...own }
+  // The edge's constraint is only compiled when neither the caller nor extraBody sends one; none over the request's own.
+  return { ...options.extraBody, ...options.constraint?.fields, ...s.constraints, ...own }
 }
 
 const toolJson = (tool: FunctionTool): Json => ({
@@ -122,8 +123,32 @@ const choiceInstruction = (choice: ToolChoice | undefined, parallel: boolean | u
   return lines
 }
 
+/** How a call is written, as the prompt teaches it: the Hermes markup, or bare JSON (a JSON-constrained answer). */
+const callInstruction = (shape: AnswerShape): ReadonlyArray<string> => {
+  switch (shape) {
+    case "hermes":
+      return [
+        "For each function call, return a json object with the function name and arguments within " +
+        "<tool_call></tool_call> XML tags:",
+        "<tool_call>",
+        "{\"name\": <function-name>, \"arguments\": <args-json-object>}",
+        "</tool_call>"
+      ]
+    case "json_call":
+      return [
+        "To call a function, answer with nothing but a json object with the function name and arguments:",
+        "{\"name\": <function-name>, \"arguments\": <args-json-object>}"
+      ]
+    case "json_calls":
+      return [
+        "To call functions, answer with nothing but a json object listing the calls:",
+        "{\"tool_calls\": [{\"name\": <function-name>, \"arguments\": <args-json-object>}, ...]}"
+      ]
+  }
+}
+
 /** The tools part of the system prompt, or `undefined` when no tools are on offer. */
-export const toolsPrompt = (request: SubmitRunRequest): string | undefined => {
+export const toolsPrompt = (request: SubmitRunRequest, shape: AnswerShape = "hermes"): string | undefined => {
   const choice = request.toolChoice
   if (request.tools.length === 0 || choice === "none") return undefined
   // A forced function: describe only that one (all of them if the request names an unknown one).
@@ -139,11 +164,7 @@ export const toolsPrompt = (request: SubmitRunRequest): string | undefined => {
     ...tools.map((tool) => JSON.stringify(toolJson(tool))),
     "</tools>",
     "",
-    "For each function call, return a json object with the function name and arguments within " +
-    "<tool_call></tool_call> XML tags:",
-    "<tool_call>",
-    "{\"name\": <function-name>, \"arguments\": <args-json-object>}",
-    "</tool_call>",
+    ...callInstruction(shape),
     ...choiceInstruction(choice, request.parallelToolCalls)
   ].join("\n")
 }
@@ -158,7 +179,7 @@ export const toolCallMarkup = (name: string, args: string): string =>
 const toolResponseMarkup = (message: ChatMessage): string =>
   `<tool_response>\n${contentAsText(message.content)}\n</tool_response>`
 
-const textModeMessages = (request: SubmitRunRequest): ReadonlyArray<Json> => {
+const textModeMessages = (request: SubmitRunRequest, shape: AnswerShape): ReadonlyArray<Json> => {
   const out: Array<Json> = []
   let toolResponses: Array<string> = []
   const flushToolResponses = () => {
@@ -185,7 +206,7 @@ const textModeMessages = (request: SubmitRunRequest): ReadonlyArray<Json> => {
     out.push(messageJson(message))
   }
   flushToolResponses()
-  const prompt = toolsPrompt(request)
+  const prompt = toolsPrompt(request, shape)
   if (prompt === undefined) return out
   const first = out[0]
   const firstMessage = request.messages[0]
@@ -193,22 +214,4 @@ const textModeMessages = (request: SubmitRunRequest): ReadonlyArray<Json> => {
     return [{ ...first, content: appendText(firstMessage.content, prompt) }, ...out.slice(1)]
   }
   return [{ role: "system", content: prompt }, ...out]
-}
-
-/**
- * The GBNF of the answers a text-mode request allows (the markup `toolsPrompt` teaches, each tool's arguments by
- * its schema), when the request must call a tool or has a strict one; undefined when nothing needs constraining or
- * the grammar would be too large (validation then holds the answer).
- */
-const compiledGrammar = (request: SubmitRunRequest, toolMode: ToolMode): string | undefined => {
-  if (toolMode !== "text" || request.tools.length === 0) return undefined
-  const choice = request.toolChoice
-  const mustCall = choice === "required" || (typeof choice === "object" && choice !== null)
-  if (!mustCall && !request.tools.some((t) => t.function.strict === true)) return undefined
-  const compiled = toolCallGrammar({
-    tools: request.tools,
-    ...(choice !== undefined ? { toolChoice: choice } : {}),
-    ...(request.parallelToolCalls !== undefined ? { parallelToolCalls: request.parallelToolCalls } : {})
-  })
-  return compiled._tag === "Grammar" ? compiled.grammar : undefined
 }

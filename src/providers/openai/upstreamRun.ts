@@ -116,7 +116,9 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     private readonly initialMapper: Mapper.MapperState,
     private readonly secret: string | undefined,
     /** A failure's detail that must not reach the client, logged from the callback that heard it. */
-    private readonly log: (message: string, detail: string) => void
+    private readonly log: (message: string, detail: string) => void,
+    /** Every answer's `Server` header, as it arrives (what the upstream says it is). */
+    private readonly heard?: (server: string | ReadonlyArray<string> | undefined) => void
   ) {}
 
   /** Sends the request; everything after it happens in undici's callbacks, so a run has no fiber of its own. */
@@ -176,6 +178,7 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     headers: Record<string, string | Array<string> | undefined>
   ): void {
     if (this.state._tag !== "connecting") return
+    this.heard?.(headers["server"])
     if (statusCode >= 200 && statusCode < 300) {
       // An upstream that streams anyway (it ignored `stream: false`) is read as the stream it is, idle bound and all.
       const whole = this.whole && !isEventStream(headers["content-type"])

@@ -35,6 +35,14 @@ describe("jsonSchemaGrammar", () => {
     )
   })
 
+  it("escapes that llama.cpp (old and new) and xgrammar read alike: \\u, never \\x (xgrammar takes every hex digit after it) or \\-", () => {
+    // A control character, `^` and `-` in a class, each followed by a hex digit.
+    const g = check({ type: "string", pattern: "^[\\x01a^b\\-c]+$" }, ["\"a\"", "\"^b-c\"", "\"\\u0001\""], ["\"d\"", "\"\""])
+    expect(g.grammar).not.toMatch(/\\x|\\-/)
+    expect(g.grammar).toContain("\\u005E")
+    expect(g.grammar).toContain("\\u002D")
+  })
+
   it("minLength/maxLength count characters, an escape being one", () => {
     check({ type: "string", minLength: 2, maxLength: 3 }, ["\"ab\"", "\"a\\nb\"", "\"😀😀\""], ["\"a\"", "\"abcd\""])
   })

@@ -90,7 +90,7 @@ describe("OpenAiProvider", () => {
           finishReason: "stop",
           toolCalls: [],
           usage: { inputTokens: 5, outputTokens: 2 },
-          metadata: { upstream_model: "qwen2.5:7b-q4" }
+          metadata: { upstream_model: "qwen2.5:7b-q4", constraint: "none" }
         })
       ])
       expect(fake.requests).toHaveLength(1)
@@ -109,11 +109,11 @@ describe("OpenAiProvider", () => {
       })
     }).pipe(Effect.provide(upstreamDispatcher)))
 
-  it.scopedLive("no api key: no Authorization header; text mode is reported in metadata", () =>
+  it.scopedLive("no api key: no Authorization header; text mode and the constraint (none) are reported in metadata", () =>
     Effect.gen(function*() {
       const { events, fake } = yield* runAgainst({ kind: "sse", events: textStream(["x"]) }, { toolMode: "text" })
       expect(fake.requests[0]!.headers.authorization).toBeUndefined()
-      expect(events.at(-1)).toMatchObject({ _tag: "Complete", metadata: { tool_mode: "text" } })
+      expect(events.at(-1)).toMatchObject({ _tag: "Complete", metadata: { tool_mode: "text", constraint: "none" } })
     }).pipe(Effect.provide(upstreamDispatcher)))
 
   it.scopedLive("native tool calls split over deltas arrive whole in Complete", () =>
@@ -133,7 +133,7 @@ describe("OpenAiProvider", () => {
         RunEvent.complete({
           finishReason: "tool_calls",
           toolCalls: [{ id: "call_1", name: "f", arguments: "{\"a\":1}" }],
-          metadata: { upstream_model: "fake-model" }
+          metadata: { upstream_model: "fake-model", constraint: "none" }
         })
       ])
     }).pipe(Effect.provide(upstreamDispatcher)))
@@ -252,7 +252,7 @@ describe("OpenAiProvider", () => {
       const events = yield* collectEvents(provider, request)
       expect(events).toEqual([
         RunEvent.delta("ok"),
-        RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model" } })
+        RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model", constraint: "none" } })
       ])
       expect(connections).toBe(2)
     }).pipe(Effect.provide(upstreamDispatcher)))
@@ -322,7 +322,7 @@ describe("OpenAiProvider", () => {
       expect(wholeSink.batches).toHaveLength(1)
       expect(wholeSink.batches[0]).toEqual([
         ...deltas("x", "y"),
-        RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model" } })
+        RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model", constraint: "none" } })
       ])
     }).pipe(Effect.provide(upstreamDispatcher)))
 
@@ -348,7 +348,7 @@ describe("OpenAiProvider", () => {
       yield* Deferred.await(sink.ended)
       expect(sink.events()).toEqual([
         ...deltas("a", "b", "c", "d", "e"),
-        RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model" } })
+        RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "fake-model", constraint: "none" } })
       ])
       expect(sink.resumes).toHaveLength(1)
       expect(sink.afterEnd).toEqual([])

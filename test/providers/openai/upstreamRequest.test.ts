@@ -228,36 +228,32 @@ describe("toUpstreamBody: the configured extraBody", () => {
   })
 })
 
-describe("toUpstreamBody: constraints llama.cpp (the answer's grammar, compiled from the tools' schemas)", () => {
-  const text = (request: SubmitRunRequest) =>
-    toUpstreamBody(request, { upstreamModel: "up", toolMode: "text", constraints: "llama.cpp" })
-  const withTools = (fields: Partial<SubmitRunRequest>): SubmitRunRequest => ({ ...base, tools: [weather, time], ...fields })
+describe("toUpstreamBody: a constraint (outputConstraint.ts decides it)", () => {
+  const withTools: SubmitRunRequest = { ...base, tools: [weather, time], toolChoice: "required" }
+  const system = (body: Record<string, unknown>): string => {
+    const messages = body["messages"] as ReadonlyArray<{ readonly role: string; readonly content: unknown }>
+    return String(messages[0]?.role === "system" ? messages[0].content : "")
+  }
 
-  it("a request that must call a tool is sent the grammar of its calls", () => {
-    for (const toolChoice of ["required", { type: "function", function: { name: "get_time" } }] as const) {
-      const grammar = text(withTools({ toolChoice }))["grammar"]
-      expect(typeof grammar === "string" && grammar.startsWith("root ::=")).toBe(true)
-    }
-    // The named tool only.
-    const named = String(text(withTools({ toolChoice: { type: "function", function: { name: "get_time" } } }))["grammar"])
-    expect(named).toContain("get_time")
-    expect(named).not.toContain("get_weather")
+  it("its fields go in the body, over extraBody's and under the request's own", () => {
+    const body = toUpstreamBody({ ...withTools, sampling: { temperature: 0.2 } }, {
+      upstreamModel: "up",
+      toolMode: "text",
+      extraBody: { top_k: 40, grammar: "root ::= \"configured\"" },
+      constraint: { fields: { grammar: "root ::= \"compiled\"", temperature: 9 }, shape: "hermes" }
+    })
+    expect(body).toMatchObject({ grammar: "root ::= \"compiled\"", top_k: 40, temperature: 0.2 })
+    expect(body).not.toHaveProperty("tools")
   })
 
-  it("a strict tool under auto is constrained too; a free answer with no strict tool, native mode, or none are not", () => {
-    const strict = { ...weather, function: { ...weather.function, strict: true } }
-    expect(text({ ...base, tools: [strict], toolChoice: "auto" })["grammar"]).toBeDefined()
-    expect(text(withTools({ toolChoice: "auto" }))).not.toHaveProperty("grammar")
-    expect(text(withTools({ toolChoice: "none" }))).not.toHaveProperty("grammar")
-    const native = toUpstreamBody(withTools({ toolChoice: "required" }), { upstreamModel: "up", toolMode: "native", constraints: "llama.cpp" })
-    expect(native).not.toHaveProperty("grammar")
-    const off = toUpstreamBody(withTools({ toolChoice: "required" }), { upstreamModel: "up", toolMode: "text" })
-    expect(off).not.toHaveProperty("grammar")
-  })
-
-  it("a grammar the caller sent wins over the compiled one", () => {
-    const mine = "root ::= \"x\""
-    const body = text(withTools({ toolChoice: "required", sampling: { ...base.sampling, constraints: { grammar: mine } } }))
-    expect(body["grammar"]).toBe(mine)
+  it("the prompt teaches the shape the constraint forces: Hermes markup, one bare JSON call, or the envelope", () => {
+    const prompt = (shape: "hermes" | "json_call" | "json_calls") =>
+      system(toUpstreamBody(withTools, { upstreamModel: "up", toolMode: "text", constraint: { fields: {}, shape } }))
+    expect(prompt("hermes")).toContain("<tool_call></tool_call> XML tags")
+    expect(prompt("json_call")).toContain("answer with nothing but a json object with the function name")
+    expect(prompt("json_call")).not.toContain("<tool_call>")
+    expect(prompt("json_calls")).toContain("{\"tool_calls\": [{\"name\": <function-name>")
+    // No constraint: the Hermes markup, as ever.
+    expect(system(toUpstreamBody(withTools, { upstreamModel: "up", toolMode: "text" }))).toBe(prompt("hermes"))
   })
 })

@@ -125,7 +125,7 @@ describe("NATS transport: batches and payload limits", () => {
       const served = yield* Node.servedFromConfig([model])
       const node = Node.make({ id: NodeId.make("n1"), models: served, maxConcurrentRuns: 4 })
       const bus = busConfig(server.url(), { nodeTimeoutMs: 10_000 })
-      yield* serveNode(bus, node, { models: [model] })
+      yield* serveNode(bus, node)
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
       for (let i = 0; i < 6; i++) {

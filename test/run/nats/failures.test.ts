@@ -99,7 +99,7 @@ describe("NATS transport failures", () => {
         reads += 1
         return [{ ...model, toolFormats: ["minimax_m2" as const] }]
       })
-      yield* serveNode(bus, node, { models: [model], refreshModels })
+      yield* serveNode(bus, node, { refreshModels })
       const edge = yield* makeEdge(bus, "e1")
       yield* waitFor(nodesOf(edge), (ids) => ids.length === 1)
       expect(edge.registry.findModel("echo")?.toolFormats).toEqual(model.toolFormats)

@@ -199,7 +199,6 @@ export const serveNode = (
   bus: NatsBus.BusConfig,
   node: Node.Node,
   options: {
-    readonly models?: ReadonlyArray<ModelConfig>
     readonly drainTimeoutMs?: number
     readonly refreshModels?: NodeServer.ServeOptions["refreshModels"]
   } = {}
@@ -211,7 +210,6 @@ export const serveNode = (
     yield* NodeServer.serve(node, {
       bus,
       nodeId: node.id,
-      models: options.models ?? node.models.map((m) => echoModelConfig(0, m.id)),
       ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {}),
       ...(options.refreshModels !== undefined ? { refreshModels: options.refreshModels } : {})
     }).pipe(Effect.provideService(NatsBus.NatsConnection, conn), Scope.extend(scope))
@@ -229,7 +227,6 @@ export const makeNode = (
     const models = yield* Node.servedFromConfig([model]).pipe(Effect.provide(NodeHttpClient.dispatcherLayer))
     const node = Node.make({ id: NodeId.make(id), models, maxConcurrentRuns: options.maxConcurrentRuns ?? 4 })
     return yield* serveNode(bus, node, {
-      models: [model],
       ...(options.drainTimeoutMs !== undefined ? { drainTimeoutMs: options.drainTimeoutMs } : {})
     })
   })

@@ -9,7 +9,8 @@ import * as RunEvent from "../../../src/protocol/RunEvent.js"
 import { NodeId, RunId } from "../../../src/protocol/RunEvent.js"
 import { decodeRunEvents, encodeRunEvents } from "../../../src/node/nats/eventsWire.js"
 import * as P from "../../../src/node/nats/protocol.js"
-import { echoModelConfig, request } from "./harness.js"
+import { modelOptions } from "../../../src/protocol/ModelOptions.js"
+import { request } from "./harness.js"
 
 const bytes = (json: unknown) => new TextEncoder().encode(JSON.stringify(json))
 const roundTrip = <A>(encode: (a: A) => Either.Either<Uint8Array, string>, decode: (b: Uint8Array) => P.Decoded<A>, a: A) =>
@@ -29,7 +30,7 @@ describe("protocol", () => {
       v: P.PROTOCOL_VERSION,
       nodeId: NodeId.make("gpu-1"),
       instanceId: "i1",
-      models: [echoModelConfig(5), P.publicModel(upstream)],
+      models: [modelOptions({ id: "echo" }), modelOptions({ id: "qwen", output: { strict: true }, reasoning: { implicitOpen: true } })],
       maxConcurrentRuns: 8,
       inFlight: 3,
       draining: false
@@ -183,12 +184,13 @@ describe("protocol", () => {
     expect(decodeRunEvents(new Uint8Array([0xff, 0xfe]))._tag).toBe("Invalid")
   })
 
-  it("announced models carry no upstream secrets", () => {
+  it("announced models carry their options only: no provider, no upstream, no secret", () => {
     const announce = P.encode.announce({
       v: P.PROTOCOL_VERSION,
       nodeId: NodeId.make("n"),
       instanceId: "i",
-      models: [P.publicModel(upstream)],
+      // A whole model config, as a node holds it: only its options are sent.
+      models: [upstream],
       maxConcurrentRuns: 1,
       inFlight: 0,
       draining: false
@@ -196,7 +198,9 @@ describe("protocol", () => {
     const text = new TextDecoder().decode(Either.getOrThrow(announce))
     expect(text).not.toContain("sk-secret")
     expect(text).not.toContain("Bearer")
-    expect(text).toContain("http://gpu:8000/v1")
+    expect(text).not.toContain("gpu:8000")
+    expect(text).not.toContain("provider")
+    expect(text).toContain('"qwen"')
     const p = upstream.provider
     expect(p.type === "openai" && p.apiKey !== undefined && Redacted.value(p.apiKey)).toBe("sk-secret")
   })
