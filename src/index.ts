@@ -12,8 +12,8 @@
  * `ChatCompletionRequest`, `SubmitError` and `RunOutcomeError` (also here at the top; their members are in
  * `RunErrors` and `ChatErrors`), with `ChatErrors.ModelNotFound` and `EdgeErrors.InvalidRequest`.
  *
- * Entry points beside this one: `iop-edge/nats` (remote nodes) and `iop-edge/testing` (the test kit). See
- * docs/library.md.
+ * Entry points beside this one: `iop-edge/nats` (remote nodes), `iop-edge/testing` (the test kit) and
+ * `iop-edge/ai` (`@effect/ai`'s `LanguageModel` in process). See docs/library.md.
  *
  * @example
  * ```ts

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from "node:path"
 import { readSurface } from "./publicSurface.js"
 
 const DIST = resolve(import.meta.dirname, "../../dist")
-const ENTRY_POINTS = ["index.d.ts", "nats.d.ts", "testing.d.ts"]
+const ENTRY_POINTS = ["index.d.ts", "nats.d.ts", "testing.d.ts", "ai.d.ts"]
 
 /**
  * The public surface by decision (docs/library.md, "The public surface"): the modules each entry point exports.
@@ -22,7 +22,8 @@ const DECIDED: Record<string, ReadonlyArray<string>> = {
     "ErrorResponse", "RecordingSink", "RunState", "ScriptedModels", "ScriptedProvider", "ScriptedProviderOptions",
     "ScriptedRun", "ScriptedRunService", "ServerLayer", "SseEvent", "Step", "TestEdge", "TestServer",
     "layerEchoModel", "runRequest", "sseEvents"
-  ]
+  ],
+  "ai.d.ts": ["Config", "layer", "make"]
 }
 
 describe("the package's public surface", () => {
@@ -46,7 +47,7 @@ describe("the package's public surface", () => {
 })
 
 describe("the package's entry points", () => {
-  it("the root entry point does not load the NATS client or the CLI", () => {
+  it("the root entry point (and the test kit) loads neither the NATS client, the CLI nor @effect/ai", () => {
     const seen = new Set<string>()
     const external = new Set<string>()
     const walk = (file: string) => {
@@ -61,6 +62,8 @@ describe("the package's entry points", () => {
     }
     walk(join(DIST, "index.js"))
     walk(join(DIST, "testing.js"))
-    expect(Array.from(external).filter((s) => s.startsWith("@nats-io") || s.startsWith("@effect/cli"))).toEqual([])
+    // The walk sees what it is for: iop-edge/ai's own imports do name @effect/ai.
+    expect(readFileSync(join(DIST, "ai/EdgeLanguageModel.js"), "utf8")).toMatch(/from "@effect\/ai\/LanguageModel"/)
+    expect(Array.from(external).filter((s) => /^(@nats-io|@effect\/cli|@effect\/ai)/.test(s))).toEqual([])
   })
 })
