@@ -110,7 +110,8 @@ describe("a client that stops reading holds nothing", () => {
     upstream = await startFlood()
     edge = await startEdge({
       config: {
-        runs: { idleTimeoutMs: 400 },
+        // Short, yet long enough for a busy machine to open 12 streams before any of them idles out.
+        runs: { idleTimeoutMs: 1_500 },
         models: [{ id: "flood", provider: { type: "openai", baseUrl: upstream.url, model: "f" } }]
       }
     })
