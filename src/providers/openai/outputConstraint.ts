@@ -18,7 +18,7 @@
  */
 import type { TextFormat, ToolMode } from "../../protocol/ModelOptions.js"
 import type { OutputConstraint } from "../../protocol/RunEvent.js"
-import type { FunctionTool, SubmitRunRequest, ToolChoice } from "../../protocol/SubmitRunRequest.js"
+import { type FunctionTool, type SubmitRunRequest, type ToolChoice, UPSTREAM_CONSTRAINTS } from "../../protocol/SubmitRunRequest.js"
 import {
   argumentsSchema,
   MAX_CALLS,
@@ -60,15 +60,10 @@ export const needsConstraint = (request: SubmitRunRequest, strictModel: boolean)
   (request.replayTool !== undefined || mustCall(request.toolChoice) || strictModel ||
     request.tools.some((t) => t.function.strict === true))
 
-// `guided_decoding_backend` picks a backend, it constrains nothing.
-const CONSTRAINT_FIELDS: ReadonlySet<string> = new Set([
-  "grammar",
-  "json_schema",
-  "guided_json",
-  "guided_regex",
-  "guided_choice",
-  "guided_grammar",
-  "structured_outputs",
+// The caller's own upstream constraint fields (`guided_decoding_backend` picks a backend, it constrains nothing),
+// and `response_format` (in `extraBody`: the request's own is looked at by its type).
+const CONSTRAINT_FIELDS: ReadonlySet<string> = new Set<string>([
+  ...UPSTREAM_CONSTRAINTS.filter((field) => field !== "guided_decoding_backend"),
   "response_format"
 ])
 
