@@ -101,8 +101,8 @@ describe("examples/app against the packed tarball", () => {
       const tests = await run("npx", ["vitest", "run", "--reporter=dot"], { cwd: app, env: { NATS_URL: nats.url } })
         .finally(() => nats.stop())
       expect(tests.stdout).not.toMatch(/failed/)
-      // The app's own 5 tests, the docs' test snippet, and one run per other snippet.
-      expect(Number(/Tests\s+(\d+) passed/.exec(tests.stdout)?.[1])).toBe(5 + snippets)
+      // The app's own 7 tests, the docs' test snippet, and one run per other snippet.
+      expect(Number(/Tests\s+(\d+) passed/.exec(tests.stdout)?.[1])).toBe(7 + snippets)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

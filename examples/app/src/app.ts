@@ -22,9 +22,17 @@ export const app = Effect.gen(function* () {
   return poweredBy(yield* HttpRouter.toHttpApp(router))
 })
 
-/** The edge's services: no configured models (only ours), our provider, config written in code. */
+/**
+ * The edge's services: no configured models (only ours), our provider, config written in code. The app is reached
+ * as `app.example.com` (behind its proxy): the edge's routes accept that Host beside the loopback names.
+ */
 export const EdgeServices = Edge.layerFrom({ metrics: Edge.layerMetrics, nodes: ShoutModel }).pipe(
-  Layer.provideMerge(Edge.layerEdgeConfig({ models: [], log: { level: "warn" }, runs: { idleTimeoutMs: 30_000 } }))
+  Layer.provideMerge(Edge.layerEdgeConfig({
+    models: [],
+    log: { level: "warn" },
+    runs: { idleTimeoutMs: 30_000 },
+    server: { allowedHosts: ["app.example.com"] }
+  }))
 )
 
 /** The app served by whatever HttpServer the caller provides. */
