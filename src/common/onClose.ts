@@ -1,3 +1,4 @@
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
@@ -14,19 +15,23 @@ export const onClose = (release: Effect.Effect<void>): Effect.Effect<void, never
   Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, release))
 
 /**
- * `onClose` for a finalizer that logs: it logs at the registering fiber's minimum level and with its annotations,
- * whichever fiber closes the scope (behind a web handler, the one that finishes the response body, whose level
- * is the host app's). Two FiberRefs, not all of them.
+ * `onClose` for a finalizer that logs: it logs at the registering fiber's minimum level and with its annotations
+ * (as they are when the scope closes), whichever fiber closes the scope. The request's own fiber usually does
+ * (nothing added then); behind a web handler the one that finishes the response body does, whose level is the
+ * host app's: the release then runs with the request fiber's two FiberRefs.
  */
 export const onCloseLogged = (release: Effect.Effect<void>): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.flatMap(
-    Effect.zip(FiberRef.get(FiberRef.currentMinimumLogLevel), FiberRef.get(FiberRef.currentLogAnnotations)),
-    ([level, annotations]) =>
-      onClose(release.pipe(
-        Effect.locally(FiberRef.currentMinimumLogLevel, level),
-        Effect.locally(FiberRef.currentLogAnnotations, annotations)
-      ))
-  )
+  Effect.withFiberRuntime((registering) => {
+    const scope = Context.unsafeGet(registering.currentContext, Scope.Scope)
+    return Scope.addFinalizer(scope, Effect.withFiberRuntime((closing) =>
+      closing === registering
+        ? release
+        : release.pipe(
+          Effect.locally(FiberRef.currentMinimumLogLevel, registering.getFiberRef(FiberRef.currentMinimumLogLevel)),
+          Effect.locally(FiberRef.currentLogAnnotations, registering.getFiberRef(FiberRef.currentLogAnnotations))
+        )
+    ))
+  })
 
 /** `onClose` for a plain callback. */
 export const onCloseSync = (release: () => void): Effect.Effect<void, never, Scope.Scope> => onClose(Effect.sync(release))
