@@ -10,7 +10,7 @@ type Schema = Readonly<Record<string, unknown>>
 /** Patterns the compiler supports, each with values matching it. */
 const PATTERNS: ReadonlyArray<string> = [
   "^[a-z]{2,5}$", "^\\d+(\\.\\d{1,2})?$", "^(foo|ba[rz])-[A-F0-9]{2}$", "^[^\"\\\\]{0,4}$", "^a.c$", "^\\w+@\\w+\\.com$",
-  "ab", "^x?y*z+$", "^[\\s\\S]{1,3}$", "^\"\\\\\\n$"
+  "ab", "^x?y*z+$", "^[\\s\\S]{1,3}$", "^\"\\\\\\n$", "^</?[a-z_]{1,9}>$"
 ]
 const FORMATS = ["date", "time", "date-time", "uuid", "email"]
 
@@ -32,7 +32,7 @@ const leaf: fc.Arbitrary<Schema> = fc.oneof(
     minLength: 1,
     maxLength: 4
   }).map((values) => ({ enum: values })),
-  fc.constantFrom<unknown>("a\"b\\c\n", 7, { k: [1, "x"] }).map((value) => ({ const: value })),
+  fc.constantFrom<unknown>("a\"b\\c\n", 7, { k: [1, "x"] }, "</tool_call>", { "<k>": "<v>" }).map((value) => ({ const: value })),
   fc.constant({})
 )
 
@@ -49,7 +49,7 @@ export const schemaArbitrary: fc.Arbitrary<Schema> = fc.letrec<{ node: Schema; o
     fc.constant({ oneOf: [{ type: "string", maxLength: 3 }, { type: "integer" }, { type: "null" }] }),
     fc.constant({ $ref: "#/$defs/word" })
   ),
-  object: fc.uniqueArray(fc.constantFrom("a", "b", "c d", "é", "q\"k", "n"), { minLength: 0, maxLength: 4 }).chain((keys) =>
+  object: fc.uniqueArray(fc.constantFrom("a", "b", "c d", "é", "q\"k", "n", "<k>"), { minLength: 0, maxLength: 4 }).chain((keys) =>
     fc.tuple(fc.array(tie("node"), { minLength: keys.length, maxLength: keys.length }), fc.subarray(keys), fc.boolean()).map(
       ([schemas, required, closed]) => ({
         type: "object",
@@ -62,6 +62,8 @@ export const schemaArbitrary: fc.Arbitrary<Schema> = fc.letrec<{ node: Schema; o
 })).object.map((root) => ({ ...root, $defs: { word: { type: "string", pattern: "^[a-z]+$" } } }))
 
 const noLoneSurrogate = (s: string) => !/\p{Cs}/u.test(s)
+/** One character of a free string: any code point, often one of the tags' own (`<`, `/`, `>`). */
+const stringUnit = fc.oneof(fc.constantFrom("<", "/", ">"), fc.string({ unit: "binary", minLength: 1, maxLength: 1 }))
 const NUMBER_TEXT = /^-?(0|[1-9][0-9]{0,14})(\.[0-9]{1,23})?(e[-+]?[0-9]{1,2})?$/
 
 const pad = (n: number) => (d: number) => String(d).padStart(n, "0")
@@ -122,7 +124,7 @@ export const valueArbitrary = (schema: unknown, root: Schema): fc.Arbitrary<unkn
       if (typeof s["format"] === "string") return formatValue(s["format"])
       const minLength = typeof s["minLength"] === "number" ? s["minLength"] : 0
       const maxLength = typeof s["maxLength"] === "number" ? s["maxLength"] : 10
-      return fc.string({ unit: "binary", minLength, maxLength }).filter(noLoneSurrogate)
+      return fc.string({ unit: stringUnit, minLength, maxLength }).filter(noLoneSurrogate)
     }
     case "integer": {
       const min = typeof s["minimum"] === "number" ? s["minimum"] : typeof s["exclusiveMinimum"] === "number" ? s["exclusiveMinimum"] + 1 : -1e15 + 1

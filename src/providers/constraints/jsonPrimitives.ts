@@ -23,16 +23,29 @@ export const ws = (rules: RuleSet): string =>
 
 const HEX = cls([[0x30, 0x39], [0x61, 0x66], [0x41, 0x46]])
 
+/** The rules a JSON value is written with, and where the value sits. */
+export interface JsonRules {
+  readonly rules: RuleSet
+  /**
+   * The value sits inside tool-call markup, whose tags all start with `<`: its strings write `<` only as the escape
+   * `\u003c` (the JSON decodes to the same text), so no tag can appear inside a value and end the call early.
+   */
+  readonly inMarkup: boolean
+}
+
+/** JSON text with each `<` (in JSON only ever inside a string) written `\u003c` when the value sits in markup. */
+export const markupSafe = (json: string, inMarkup: boolean): string => (inMarkup ? json.replace(/</g, "\\u003c") : json)
+
 /**
- * One character of a JSON string: any code point but `"`, `\` and the controls, or an escape. A `\u` escape is
- * never a surrogate, so that one grammar character is one code point (what `minLength`/`maxLength` count);
- * characters outside the BMP are written as themselves.
+ * One character of a JSON string: any code point but `"`, `\` and the controls (and `<` in markup), or an escape.
+ * A `\u` escape is never a surrogate, so that one grammar character is one code point (what `minLength`/`maxLength`
+ * count, an escape being one); characters outside the BMP are written as themselves.
  */
-export const stringChar = (rules: RuleSet): string =>
+export const stringChar = ({ inMarkup, rules }: JsonRules): string =>
   rules.define(
-    "char",
+    inMarkup ? "char-in-markup" : "char",
     alt(
-      cls([[0x22, 0x22], [0x5c, 0x5c], [0x00, 0x1f]], true),
+      cls([[0x22, 0x22], [0x5c, 0x5c], [0x00, 0x1f], ...(inMarkup ? [[0x3c, 0x3c] as const] : [])], true),
       seq(
         lit("\\"),
         alt(

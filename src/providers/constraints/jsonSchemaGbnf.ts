@@ -17,7 +17,7 @@
  */
 import { DEFAULT_LIMITS, finish, type GrammarLimits, type GrammarResult } from "./bound.js"
 import { alt, lit, MAX_REPETITION, makeRuleSet, type RuleSet } from "./gbnf.js"
-import { formatString, integer, integerRange, number, quoted, stringChar } from "./jsonPrimitives.js"
+import { formatString, integer, integerRange, markupSafe, number, quoted, stringChar } from "./jsonPrimitives.js"
 import { patternContent } from "./regexGbnf.js"
 import { arrayGrammar, objectGrammar } from "./schemaContainers.js"
 import {
@@ -100,11 +100,11 @@ const count = (schema: Schema, key: string): number | undefined => {
 
 const stringGrammar = (ctx: Context, schema: Schema, at: string): string => {
   const { rules } = ctx
-  const char = stringChar(rules)
+  const char = stringChar(ctx)
   const lengths = present(schema, ["minLength", "maxLength"])
   const pattern = schema["pattern"]
   if (typeof pattern === "string") {
-    const content = patternContent(rules, pattern, char)
+    const content = patternContent(rules, pattern, char, ctx.inMarkup)
     if (content !== undefined) {
       // One constraint per string: the pattern; a length or format beside it is left to validation.
       reportAll(ctx, at, [...lengths, ...present(schema, ["format"])])
@@ -178,10 +178,10 @@ const typeGrammar = (ctx: Context, schema: Schema, at: string, type: string, dep
       return arrayGrammar(ctx, schema, at, sub)
     case "null":
     case "boolean":
-      return anyOfType(ctx.rules, type)
+      return anyOfType(ctx, type)
     default:
       leaveUnconstrained(ctx, `${at}/type`)
-      return anyValue(ctx.rules)
+      return anyValue(ctx)
   }
 }
 
@@ -195,12 +195,12 @@ const literals = (ctx: Context, schema: Schema, at: string): string => {
     .filter((v) => types === undefined || types.some((t) => hasType(v, t) || (t === "number" && hasType(v, "integer"))))
     .flatMap((v) => {
       const text = JSON.stringify(v)
-      return typeof text === "string" ? [lit(text)] : []
+      return typeof text === "string" ? [lit(markupSafe(text, ctx.inMarkup))] : []
     })
   if (texts.length === 0) {
     // No value can be valid: nothing sound to write, validation answers.
     leaveUnconstrained(ctx, `${at}/${hasConst ? "const" : "enum"}`)
-    return anyValue(ctx.rules)
+    return anyValue(ctx)
   }
   return alt(...texts)
 }
@@ -216,7 +216,7 @@ const refGrammar = (ctx: Context, ref: string, at: string, open: ReadonlySet<str
   const target = pointer === undefined ? undefined : resolvePointer(ctx.root, pointer)
   if (pointer === undefined || target === undefined || open.has(pointer)) {
     leaveUnconstrained(ctx, `${at}/$ref`)
-    return anyValue(ctx.rules)
+    return anyValue(ctx)
   }
   const known = ctx.refs.get(pointer)
   if (known !== undefined) return known
@@ -236,10 +236,10 @@ const disjointByType = (branches: ReadonlyArray<unknown>): boolean => {
 /** The GBNF expression of a JSON value valid against `schema` (at root-relative `at`), no whitespace around it. */
 export const compile = (ctx: Context, schema: unknown, at: string, open: ReadonlySet<string>, depth: number): string => {
   ctx.nodes++
-  if (schema === true || (isRecord(schema) && Object.keys(schema).length === 0)) return anyValue(ctx.rules)
+  if (schema === true || (isRecord(schema) && Object.keys(schema).length === 0)) return anyValue(ctx)
   if (!isRecord(schema) || depth > MAX_SCHEMA_DEPTH || ctx.nodes > MAX_SCHEMA_NODES) {
     leaveUnconstrained(ctx, at)
-    return anyValue(ctx.rules)
+    return anyValue(ctx)
   }
   reportAll(ctx, at, present(schema, NEVER_COMPILED))
   const ref = schema["$ref"]
@@ -270,21 +270,23 @@ export const compile = (ctx: Context, schema: unknown, at: string, open: Readonl
     return literals(ctx, schema, at)
   }
   const types = typesOf(schema)
-  if (types === undefined) return anyValue(ctx.rules)
+  if (types === undefined) return anyValue(ctx)
   return alt(...types.map((t) => typeGrammar(ctx, schema, at, t, depth)))
 }
 
 /**
  * Compiles one schema into `rules` (which the caller renders) as a rule of its own, named after `hint` (a `$ref`
- * to `#` is that rule); `prefix` is put before the reported pointers.
+ * to `#` is that rule); `prefix` is put before the reported pointers. `inMarkup`: the value sits inside tool-call
+ * markup, so its strings write `<` only escaped (see `JsonRules`).
  */
 export const compileInto = (
   rules: RuleSet,
   schema: unknown,
   hint: string,
-  prefix: string
+  prefix: string,
+  inMarkup: boolean
 ): { readonly rule: string; readonly unconstrained: ReadonlyArray<string> } => {
-  const ctx = makeContext(rules, schema, prefix)
+  const ctx = makeContext(rules, schema, prefix, inMarkup)
   const rule = rules.reserve(hint)
   ctx.refs.set("", rule)
   rules.fill(rule, compile(ctx, schema, "", new Set([""]), 0))
@@ -293,10 +295,11 @@ export const compileInto = (
 
 /**
  * The grammar of one JSON value valid against `schema` (a `response_format: json_schema`'s schema): the value
- * alone, no whitespace around it. `prefix` is put before the reported pointers.
+ * alone, no whitespace around it, not inside markup (`<` written as itself). `prefix` is put before the reported
+ * pointers.
  */
 export const jsonSchemaGrammar = (schema: unknown, limits: GrammarLimits = DEFAULT_LIMITS, prefix = ""): GrammarResult => {
   const rules = makeRuleSet()
-  const { unconstrained } = compileInto(rules, schema, "root", prefix)
+  const { unconstrained } = compileInto(rules, schema, "root", prefix, false)
   return finish(rules.rules(), unconstrained, limits)
 }
