@@ -5,21 +5,25 @@
  * parts listed in `unconstrained` (JSON pointers to the keywords not enforced: that part of the value is any JSON
  * value of its type, left to validation after the fact). The grammar may accept fewer texts than the schema
  * allows: keys come in the schema's order and only declared keys are written (see `objectGrammar`), numbers have
- * bounded digits, strings use no `\u` surrogate escapes, `enum`/`const` objects are written compact in their own
- * key order, February has 28 days (see `jsonPrimitives.ts`), and whitespace is bounded (`ws`).
+ * bounded digits (a bounded number: no exponent, at most 15 significant digits, never `-0`; a `multipleOf` its
+ * multiples' shortest texts), strings use no `\u` surrogate escapes (and inside tool-call markup write `<` only as
+ * `\u003c`), `enum`/`const` objects are written compact in their own key order, February has 28 days (see
+ * `jsonPrimitives.ts`), and whitespace is bounded (`ws`).
  *
  * Features: `type` (and type arrays), `properties`/`required`/`additionalProperties`, `items`/`prefixItems`/
  * `additionalItems`, `minItems`/`maxItems`, `enum`/`const`, `minLength`/`maxLength`, `pattern` (see
- * `regexGbnf.ts`), `format` (date, time, date-time, uuid, email), integer `minimum`/`maximum`/exclusive bounds as
- * digit grammars, `anyOf`/`oneOf` as alternatives (`oneOf` reported unless its branches have distinct types),
+ * `regexGbnf.ts`), `format` (date, time, date-time, uuid, email), `minimum`/`maximum`/exclusive bounds of integers
+ * and numbers as digit grammars, `multipleOf` as the list of its multiples within bounds holding at most 256 (see
+ * `schemaNumbers.ts`), `anyOf`/`oneOf` as alternatives (`oneOf` reported unless its branches have distinct types),
  * `allOf` of one schema, and local `$ref`s (`#`, `#/$defs/…`, `#/definitions/…`, any local pointer) as rules,
  * recursion included; a `$ref` cycle that writes nothing before recurring (left recursion) is reported.
  */
 import { DEFAULT_LIMITS, finish, type GrammarLimits, type GrammarResult } from "./bound.js"
 import { alt, lit, MAX_REPETITION, makeRuleSet, type RuleSet } from "./gbnf.js"
-import { formatString, integer, integerRange, markupSafe, number, quoted, stringChar } from "./jsonPrimitives.js"
+import { formatString, markupSafe, quoted, stringChar } from "./jsonPrimitives.js"
 import { patternContent } from "./regexGbnf.js"
 import { arrayGrammar, objectGrammar } from "./schemaContainers.js"
+import { integerGrammar, numberGrammar } from "./schemaNumbers.js"
 import {
   anyOfType,
   anyValue,
@@ -138,30 +142,6 @@ const stringGrammar = (ctx: Context, schema: Schema, at: string): string => {
   return quoted(rules.repeat(char, min, max))
 }
 
-const bound = (schema: Schema, key: string): number | undefined => {
-  const v = schema[key]
-  return typeof v === "number" && Number.isFinite(v) ? v : undefined
-}
-
-const finite = (xs: ReadonlyArray<number | undefined>): Array<number> =>
-  xs.filter((x): x is number => x !== undefined && Number.isFinite(x))
-
-const integerGrammar = (ctx: Context, schema: Schema, at: string): string => {
-  const { rules } = ctx
-  if (schema["multipleOf"] !== undefined) leaveUnconstrained(ctx, `${at}/multipleOf`)
-  const lows = finite([bound(schema, "minimum"), (bound(schema, "exclusiveMinimum") ?? NaN) + 1])
-  const highs = finite([bound(schema, "maximum"), (bound(schema, "exclusiveMaximum") ?? NaN) - 1])
-  if (lows.length === 0 && highs.length === 0) return integer(rules)
-  const lo = lows.length === 0 ? undefined : Math.ceil(Math.max(...lows))
-  const hi = highs.length === 0 ? undefined : Math.floor(Math.min(...highs))
-  const range = integerRange(rules, lo, hi)
-  if (range === undefined) {
-    reportAll(ctx, at, present(schema, ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]))
-    return integer(rules)
-  }
-  return rules.define("int-range", range)
-}
-
 const typeGrammar = (ctx: Context, schema: Schema, at: string, type: string, depth: number): string => {
   const sub = (s: unknown, p: string) => compile(ctx, s, p, NOTHING_OPEN, depth + 1)
   switch (type) {
@@ -170,8 +150,7 @@ const typeGrammar = (ctx: Context, schema: Schema, at: string, type: string, dep
     case "integer":
       return integerGrammar(ctx, schema, at)
     case "number":
-      reportAll(ctx, at, present(schema, NUMBER_KEYWORDS))
-      return number(ctx.rules)
+      return numberGrammar(ctx, schema, at)
     case "object":
       return objectGrammar(ctx, schema, at, sub)
     case "array":
