@@ -124,18 +124,24 @@ const fractionDigits = (
   // An end at 0 that lets 0 in bounds nothing below; one that lets nothing above 0 in leaves zeros only.
   if (lo !== undefined && lo.digits === "" && !lo.exclusive) return fractionDigits(rules, k, undefined, hi, minLength)
   if (lo === undefined && hi === undefined) return rules.repeat(DIGIT, minLength, k)
-  if (lo === undefined && hi !== undefined && hi.digits === "") return hi.exclusive ? undefined : rules.repeat(lit("0"), minLength, k)
+  if (lo === undefined && hi !== undefined && hi.digits === "") {
+    return hi.exclusive ? undefined : rules.repeat(lit("0"), minLength, k)
+  }
   const options: Array<string> = []
   if (minLength === 0 && zeroBetween(lo, hi)) options.push("\"\"")
   if (k > 0) {
+    // -1 and 10: that side is free.
     const l = lo === undefined ? -1 : firstDigit(lo)
     const h = hi === undefined ? 10 : firstDigit(hi)
     const carried = (d: number): void => {
-      const tail = fractionDigits(rules, k - 1, d === l && lo !== undefined ? rest(lo) : undefined, d === h && hi !== undefined ? rest(hi) : undefined, 0)
+      const loRest = d === l && lo !== undefined ? rest(lo) : undefined
+      const hiRest = d === h && hi !== undefined ? rest(hi) : undefined
+      const tail = fractionDigits(rules, k - 1, loRest, hiRest, 0)
       if (tail !== undefined) options.push(seq(lit(String(d)), tail))
     }
     if (l >= 0 && l <= h) carried(l)
-    if (l + 1 <= Math.min(h - 1, 9)) options.push(seq(digitClass(l + 1, Math.min(h - 1, 9)), rules.repeat(DIGIT, 0, k - 1)))
+    const [from, to] = [l + 1, Math.min(h - 1, 9)]
+    if (from <= to) options.push(seq(digitClass(from, to), rules.repeat(DIGIT, 0, k - 1)))
     if (h <= 9 && h > l) carried(h)
   }
   if (options.length === 0) return undefined
