@@ -24,7 +24,10 @@ const boundedNumber: fc.Arbitrary<Schema> = fc.tuple(
   fc.boolean(),
   fc.boolean(),
   fc.constantFrom("both", "lower", "upper")
-).filter(([lo, hi, , , sides]) => sides !== "both" || lo < hi).map(([lo, hi, exLo, exHi, sides]) => ({
+)
+  // Room for a thousandth strictly between the ends, so that the value generator has something to write.
+  .filter(([lo, hi, , , sides]) => sides !== "both" || hi - lo >= 0.002)
+  .map(([lo, hi, exLo, exHi, sides]) => ({
   type: "number",
   ...(sides === "upper" ? {} : { [exLo ? "exclusiveMinimum" : "minimum"]: lo }),
   ...(sides === "lower" ? {} : { [exHi ? "exclusiveMaximum" : "maximum"]: hi })
