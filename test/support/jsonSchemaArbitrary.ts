@@ -10,9 +10,28 @@ type Schema = Readonly<Record<string, unknown>>
 /** Patterns the compiler supports, each with values matching it. */
 const PATTERNS: ReadonlyArray<string> = [
   "^[a-z]{2,5}$", "^\\d+(\\.\\d{1,2})?$", "^(foo|ba[rz])-[A-F0-9]{2}$", "^[^\"\\\\]{0,4}$", "^a.c$", "^\\w+@\\w+\\.com$",
-  "ab", "^x?y*z+$", "^[\\s\\S]{1,3}$", "^\"\\\\\\n$"
+  "ab", "^x?y*z+$", "^[\\s\\S]{1,3}$", "^\"\\\\\\n$", "^</?[a-z_]{1,9}>$"
 ]
 const FORMATS = ["date", "time", "date-time", "uuid", "email"]
+
+/** Ends of number bounds: integers, fractions, negative, tiny. */
+const NUMBER_BOUNDS = [-1000, -30.5, -2.5, -1, -0.001, 0, 0.1, 0.25, 1, 5, 7.75, 30, 0.0000001, 12345.678]
+
+/** A number with a lower end, an upper end or both, each inclusive or exclusive. */
+const boundedNumber: fc.Arbitrary<Schema> = fc.tuple(
+  fc.constantFrom(...NUMBER_BOUNDS),
+  fc.constantFrom(...NUMBER_BOUNDS),
+  fc.boolean(),
+  fc.boolean(),
+  fc.constantFrom("both", "lower", "upper")
+)
+  // Room for a thousandth strictly between the ends, so that the value generator has something to write.
+  .filter(([lo, hi, , , sides]) => sides !== "both" || hi - lo >= 0.002)
+  .map(([lo, hi, exLo, exHi, sides]) => ({
+  type: "number",
+  ...(sides === "upper" ? {} : { [exLo ? "exclusiveMinimum" : "minimum"]: lo }),
+  ...(sides === "lower" ? {} : { [exHi ? "exclusiveMaximum" : "maximum"]: hi })
+}))
 
 const leaf: fc.Arbitrary<Schema> = fc.oneof(
   fc.record({ type: fc.constant("string"), minLength: fc.nat(3), maxLength: fc.integer({ min: 3, max: 8 }) }, {
@@ -25,6 +44,13 @@ const leaf: fc.Arbitrary<Schema> = fc.oneof(
   }),
   fc.record({ type: fc.constant("integer"), exclusiveMinimum: fc.integer({ min: -20, max: 20 }) }),
   fc.constant({ type: "number" }),
+  boundedNumber,
+  fc.tuple(fc.constantFrom(3, 5, 7, 25), fc.integer({ min: -300, max: -30 }), fc.integer({ min: 30, max: 300 }), fc.boolean()).map(
+    ([multipleOf, lo, hi, exclusive]) => ({ type: "integer", multipleOf, [exclusive ? "exclusiveMinimum" : "minimum"]: lo, maximum: hi })
+  ),
+  fc.tuple(fc.constantFrom(0.5, 0.25, 0.1, 1.5), fc.integer({ min: -10, max: -1 }), fc.integer({ min: 1, max: 10 })).map(
+    ([multipleOf, minimum, maximum]) => ({ type: "number", multipleOf, minimum, maximum })
+  ),
   fc.constant({ type: "boolean" }),
   fc.constant({ type: "null" }),
   fc.constant({ type: ["string", "null"], maxLength: 4 }),
@@ -32,7 +58,7 @@ const leaf: fc.Arbitrary<Schema> = fc.oneof(
     minLength: 1,
     maxLength: 4
   }).map((values) => ({ enum: values })),
-  fc.constantFrom<unknown>("a\"b\\c\n", 7, { k: [1, "x"] }).map((value) => ({ const: value })),
+  fc.constantFrom<unknown>("a\"b\\c\n", 7, { k: [1, "x"] }, "</tool_call>", { "<k>": "<v>" }).map((value) => ({ const: value })),
   fc.constant({})
 )
 
@@ -49,7 +75,7 @@ export const schemaArbitrary: fc.Arbitrary<Schema> = fc.letrec<{ node: Schema; o
     fc.constant({ oneOf: [{ type: "string", maxLength: 3 }, { type: "integer" }, { type: "null" }] }),
     fc.constant({ $ref: "#/$defs/word" })
   ),
-  object: fc.uniqueArray(fc.constantFrom("a", "b", "c d", "é", "q\"k", "n"), { minLength: 0, maxLength: 4 }).chain((keys) =>
+  object: fc.uniqueArray(fc.constantFrom("a", "b", "c d", "é", "q\"k", "n", "<k>"), { minLength: 0, maxLength: 4 }).chain((keys) =>
     fc.tuple(fc.array(tie("node"), { minLength: keys.length, maxLength: keys.length }), fc.subarray(keys), fc.boolean()).map(
       ([schemas, required, closed]) => ({
         type: "object",
@@ -62,7 +88,23 @@ export const schemaArbitrary: fc.Arbitrary<Schema> = fc.letrec<{ node: Schema; o
 })).object.map((root) => ({ ...root, $defs: { word: { type: "string", pattern: "^[a-z]+$" } } }))
 
 const noLoneSurrogate = (s: string) => !/\p{Cs}/u.test(s)
+/** One character of a free string: any code point, often one of the tags' own (`<`, `/`, `>`). */
+const stringUnit = fc.oneof(fc.constantFrom("<", "/", ">"), fc.string({ unit: "binary", minLength: 1, maxLength: 1 }))
 const NUMBER_TEXT = /^-?(0|[1-9][0-9]{0,14})(\.[0-9]{1,23})?(e[-+]?[0-9]{1,2})?$/
+/** A bounded number's text: no exponent, at most 15 significant digits. */
+const BOUNDED_TEXT = /^-?(0\.[0-9]{1,15}|0|(?=[1-9](\.?[0-9]){0,14}$)[1-9][0-9]*(\.[0-9]+)?)$/
+const NUMBER_KEYWORDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]
+
+/** The keywords as ajv reads them (its `multipleOf`: `v / step` an integer, in doubles). */
+const numberValid = (s: Schema, v: number): boolean => {
+  const at = (k: string) => (typeof s[k] === "number" ? s[k] : undefined)
+  const step = at("multipleOf")
+  return (at("minimum") === undefined || v >= (at("minimum") ?? 0)) &&
+    (at("exclusiveMinimum") === undefined || v > (at("exclusiveMinimum") ?? 0)) &&
+    (at("maximum") === undefined || v <= (at("maximum") ?? 0)) &&
+    (at("exclusiveMaximum") === undefined || v < (at("exclusiveMaximum") ?? 0)) &&
+    (step === undefined || v / step === parseInt(String(v / step), 10))
+}
 
 const pad = (n: number) => (d: number) => String(d).padStart(n, "0")
 const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
@@ -122,15 +164,28 @@ export const valueArbitrary = (schema: unknown, root: Schema): fc.Arbitrary<unkn
       if (typeof s["format"] === "string") return formatValue(s["format"])
       const minLength = typeof s["minLength"] === "number" ? s["minLength"] : 0
       const maxLength = typeof s["maxLength"] === "number" ? s["maxLength"] : 10
-      return fc.string({ unit: "binary", minLength, maxLength }).filter(noLoneSurrogate)
+      return fc.string({ unit: stringUnit, minLength, maxLength }).filter(noLoneSurrogate)
     }
     case "integer": {
       const min = typeof s["minimum"] === "number" ? s["minimum"] : typeof s["exclusiveMinimum"] === "number" ? s["exclusiveMinimum"] + 1 : -1e15 + 1
       const max = typeof s["maximum"] === "number" ? s["maximum"] : 1e15 - 1
-      return fc.integer({ min, max }).map((n) => (Object.is(n, -0) ? 0 : n))
+      const step = typeof s["multipleOf"] === "number" ? s["multipleOf"] : 1
+      return fc.integer({ min: Math.ceil(min / step), max: Math.floor(max / step) }).map((k) => (k === 0 ? 0 : k * step))
     }
-    case "number":
-      return fc.double({ min: -1e15, max: 1e15, noNaN: true }).filter((n) => NUMBER_TEXT.test(JSON.stringify(n)))
+    case "number": {
+      if (!NUMBER_KEYWORDS.some((k) => typeof s[k] === "number")) {
+        return fc.double({ min: -1e15, max: 1e15, noNaN: true }).filter((n) => NUMBER_TEXT.test(JSON.stringify(n)))
+      }
+      const num = (k: string) => (typeof s[k] === "number" ? s[k] : undefined)
+      const lo = num("minimum") ?? num("exclusiveMinimum") ?? -1e6
+      const hi = num("maximum") ?? num("exclusiveMaximum") ?? 1e6
+      const step = num("multipleOf")
+      // Thousandths (or the step's multiples) in the bounds, and the bounds themselves.
+      const candidates = step === undefined
+        ? fc.oneof(fc.integer({ min: Math.ceil(lo * 1000), max: Math.floor(hi * 1000) }).map((k) => k / 1000), fc.constantFrom(lo, hi))
+        : fc.integer({ min: Math.ceil(lo / step), max: Math.floor(hi / step) }).map((k) => Number((k * step).toFixed(6)))
+      return candidates.map((v) => (v === 0 ? 0 : v)).filter((v) => numberValid(s, v) && BOUNDED_TEXT.test(JSON.stringify(v)))
+    }
     case "boolean":
       return fc.boolean()
     case "null":

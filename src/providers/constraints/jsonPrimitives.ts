@@ -1,6 +1,6 @@
 /**
  * The JSON lexical rules a schema grammar is built of: bounded whitespace, string characters and their escapes,
- * numbers with a bounded count of digits, integer ranges as digit grammars, and the string formats.
+ * numbers with a bounded count of digits, and the string formats (numeric bounds: `numberRange.ts`).
  */
 import { alt, chars, cls, lit, opt, type RuleSet, seq } from "./gbnf.js"
 
@@ -23,16 +23,29 @@ export const ws = (rules: RuleSet): string =>
 
 const HEX = cls([[0x30, 0x39], [0x61, 0x66], [0x41, 0x46]])
 
+/** The rules a JSON value is written with, and where the value sits. */
+export interface JsonRules {
+  readonly rules: RuleSet
+  /**
+   * The value sits inside tool-call markup, whose tags all start with `<`: its strings write `<` only as the escape
+   * `\u003c` (the JSON decodes to the same text), so no tag can appear inside a value and end the call early.
+   */
+  readonly inMarkup: boolean
+}
+
+/** JSON text with each `<` (in JSON only ever inside a string) written `\u003c` when the value sits in markup. */
+export const markupSafe = (json: string, inMarkup: boolean): string => (inMarkup ? json.replace(/</g, "\\u003c") : json)
+
 /**
- * One character of a JSON string: any code point but `"`, `\` and the controls, or an escape. A `\u` escape is
- * never a surrogate, so that one grammar character is one code point (what `minLength`/`maxLength` count);
- * characters outside the BMP are written as themselves.
+ * One character of a JSON string: any code point but `"`, `\` and the controls (and `<` in markup), or an escape.
+ * A `\u` escape is never a surrogate, so that one grammar character is one code point (what `minLength`/`maxLength`
+ * count, an escape being one); characters outside the BMP are written as themselves.
  */
-export const stringChar = (rules: RuleSet): string =>
+export const stringChar = ({ inMarkup, rules }: JsonRules): string =>
   rules.define(
-    "char",
+    inMarkup ? "char-in-markup" : "char",
     alt(
-      cls([[0x22, 0x22], [0x5c, 0x5c], [0x00, 0x1f]], true),
+      cls([[0x22, 0x22], [0x5c, 0x5c], [0x00, 0x1f], ...(inMarkup ? [[0x3c, 0x3c] as const] : [])], true),
       seq(
         lit("\\"),
         alt(
@@ -52,9 +65,9 @@ export const stringChar = (rules: RuleSet): string =>
 /** A JSON string whose content is `inner` (a sequence of JSON string characters). */
 export const quoted = (inner: string): string => seq(lit("\""), inner, lit("\""))
 
-const DIGIT = cls([[0x30, 0x39]])
+export const DIGIT = cls([[0x30, 0x39]])
 
-const digits = (rules: RuleSet, n: number): string => rules.repeat(DIGIT, n, n)
+export const digits = (rules: RuleSet, n: number): string => rules.repeat(DIGIT, n, n)
 
 /** A JSON integer of at most `MAX_INTEGER_DIGITS` digits. */
 export const integer = (rules: RuleSet): string =>
@@ -74,58 +87,6 @@ export const number = (rules: RuleSet): string =>
       opt(seq(cls([[0x65, 0x65], [0x45, 0x45]]), opt(cls([[0x2d, 0x2d], [0x2b, 0x2b]])), rules.repeat(DIGIT, 1, 2)))
     )
   )
-
-const digitClass = (lo: number, hi: number): string => (lo === hi ? lit(String(lo)) : cls([[0x30 + lo, 0x30 + hi]]))
-
-/** The decimal strings (no leading zeros) of one length from `a` to `b`, as alternatives of sequences. */
-const sameLength = (rules: RuleSet, a: string, b: string): ReadonlyArray<string> => {
-  if (a === "") return ["\"\""]
-  const k = a.length - 1
-  const a0 = Number(a[0])
-  const b0 = Number(b[0])
-  const restA = a.slice(1)
-  const restB = b.slice(1)
-  if (a0 === b0) return sameLength(rules, restA, restB).map((s) => seq(lit(String(a0)), s))
-  const out: Array<string> = []
-  let from = a0
-  let to = b0
-  if (!/^0*$/.test(restA)) {
-    out.push(...sameLength(rules, restA, "9".repeat(k)).map((s) => seq(lit(String(a0)), s)))
-    from++
-  }
-  const bFull = /^9*$/.test(restB)
-  if (!bFull) to--
-  if (from <= to) out.push(seq(digitClass(from, to), digits(rules, k)))
-  if (!bFull) out.push(...sameLength(rules, "0".repeat(k), restB).map((s) => seq(lit(String(b0)), s)))
-  return out
-}
-
-/** The decimal strings of the integers from `a` to `b` (0 ≤ a ≤ b), without leading zeros. */
-const naturalRange = (rules: RuleSet, a: number, b: number): ReadonlyArray<string> => {
-  const out: Array<string> = []
-  for (let len = String(a).length; len <= String(b).length; len++) {
-    const lo = Math.max(a, len === 1 ? 0 : 10 ** (len - 1))
-    const hi = Math.min(b, 10 ** len - 1)
-    if (lo <= hi) out.push(...sameLength(rules, String(lo), String(hi)))
-  }
-  return out
-}
-
-/**
- * The JSON integers from `lo` to `hi` (undefined: the digit bound), or undefined when there are none. Linear in
- * the digits squared: a `[0-9]{k}` tail covers every full decade.
- */
-export const integerRange = (rules: RuleSet, lo: number | undefined, hi: number | undefined): string | undefined => {
-  const a = Math.max(lo ?? -MAX_INTEGER, -MAX_INTEGER)
-  const b = Math.min(hi ?? MAX_INTEGER, MAX_INTEGER)
-  if (a > b) return undefined
-  const options: Array<string> = []
-  if (a < 0) {
-    options.push(seq(lit("-"), alt(...naturalRange(rules, Math.max(1, -b), -a))))
-  }
-  if (b >= 0) options.push(...naturalRange(rules, Math.max(a, 0), b))
-  return alt(...options)
-}
 
 // Dates and times as ajv-formats' full mode checks them; every day a grammar allows exists (February stops at
 // 28: the 29th would need the year's leap rule), leap seconds are left out.

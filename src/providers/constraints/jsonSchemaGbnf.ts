@@ -5,21 +5,25 @@
  * parts listed in `unconstrained` (JSON pointers to the keywords not enforced: that part of the value is any JSON
  * value of its type, left to validation after the fact). The grammar may accept fewer texts than the schema
  * allows: keys come in the schema's order and only declared keys are written (see `objectGrammar`), numbers have
- * bounded digits, strings use no `\u` surrogate escapes, `enum`/`const` objects are written compact in their own
- * key order, February has 28 days (see `jsonPrimitives.ts`), and whitespace is bounded (`ws`).
+ * bounded digits (a bounded number: no exponent, at most 15 significant digits, never `-0`; a `multipleOf` its
+ * multiples' shortest texts), strings use no `\u` surrogate escapes (and inside tool-call markup write `<` only as
+ * `\u003c`), `enum`/`const` objects are written compact in their own key order, February has 28 days (see
+ * `jsonPrimitives.ts`), and whitespace is bounded (`ws`).
  *
  * Features: `type` (and type arrays), `properties`/`required`/`additionalProperties`, `items`/`prefixItems`/
  * `additionalItems`, `minItems`/`maxItems`, `enum`/`const`, `minLength`/`maxLength`, `pattern` (see
- * `regexGbnf.ts`), `format` (date, time, date-time, uuid, email), integer `minimum`/`maximum`/exclusive bounds as
- * digit grammars, `anyOf`/`oneOf` as alternatives (`oneOf` reported unless its branches have distinct types),
+ * `regexGbnf.ts`), `format` (date, time, date-time, uuid, email), `minimum`/`maximum`/exclusive bounds of integers
+ * and numbers as digit grammars, `multipleOf` as the list of its multiples within bounds holding at most 256 (see
+ * `schemaNumbers.ts`), `anyOf`/`oneOf` as alternatives (`oneOf` reported unless its branches have distinct types),
  * `allOf` of one schema, and local `$ref`s (`#`, `#/$defs/…`, `#/definitions/…`, any local pointer) as rules,
  * recursion included; a `$ref` cycle that writes nothing before recurring (left recursion) is reported.
  */
 import { DEFAULT_LIMITS, finish, type GrammarLimits, type GrammarResult } from "./bound.js"
 import { alt, lit, MAX_REPETITION, makeRuleSet, type RuleSet } from "./gbnf.js"
-import { formatString, integer, integerRange, number, quoted, stringChar } from "./jsonPrimitives.js"
+import { formatString, markupSafe, quoted, stringChar } from "./jsonPrimitives.js"
 import { patternContent } from "./regexGbnf.js"
 import { arrayGrammar, objectGrammar } from "./schemaContainers.js"
+import { integerGrammar, numberGrammar } from "./schemaNumbers.js"
 import {
   anyOfType,
   anyValue,
@@ -100,11 +104,11 @@ const count = (schema: Schema, key: string): number | undefined => {
 
 const stringGrammar = (ctx: Context, schema: Schema, at: string): string => {
   const { rules } = ctx
-  const char = stringChar(rules)
+  const char = stringChar(ctx)
   const lengths = present(schema, ["minLength", "maxLength"])
   const pattern = schema["pattern"]
   if (typeof pattern === "string") {
-    const content = patternContent(rules, pattern, char)
+    const content = patternContent(rules, pattern, char, ctx.inMarkup)
     if (content !== undefined) {
       // One constraint per string: the pattern; a length or format beside it is left to validation.
       reportAll(ctx, at, [...lengths, ...present(schema, ["format"])])
@@ -138,30 +142,6 @@ const stringGrammar = (ctx: Context, schema: Schema, at: string): string => {
   return quoted(rules.repeat(char, min, max))
 }
 
-const bound = (schema: Schema, key: string): number | undefined => {
-  const v = schema[key]
-  return typeof v === "number" && Number.isFinite(v) ? v : undefined
-}
-
-const finite = (xs: ReadonlyArray<number | undefined>): Array<number> =>
-  xs.filter((x): x is number => x !== undefined && Number.isFinite(x))
-
-const integerGrammar = (ctx: Context, schema: Schema, at: string): string => {
-  const { rules } = ctx
-  if (schema["multipleOf"] !== undefined) leaveUnconstrained(ctx, `${at}/multipleOf`)
-  const lows = finite([bound(schema, "minimum"), (bound(schema, "exclusiveMinimum") ?? NaN) + 1])
-  const highs = finite([bound(schema, "maximum"), (bound(schema, "exclusiveMaximum") ?? NaN) - 1])
-  if (lows.length === 0 && highs.length === 0) return integer(rules)
-  const lo = lows.length === 0 ? undefined : Math.ceil(Math.max(...lows))
-  const hi = highs.length === 0 ? undefined : Math.floor(Math.min(...highs))
-  const range = integerRange(rules, lo, hi)
-  if (range === undefined) {
-    reportAll(ctx, at, present(schema, ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]))
-    return integer(rules)
-  }
-  return rules.define("int-range", range)
-}
-
 const typeGrammar = (ctx: Context, schema: Schema, at: string, type: string, depth: number): string => {
   const sub = (s: unknown, p: string) => compile(ctx, s, p, NOTHING_OPEN, depth + 1)
   switch (type) {
@@ -170,18 +150,17 @@ const typeGrammar = (ctx: Context, schema: Schema, at: string, type: string, dep
     case "integer":
       return integerGrammar(ctx, schema, at)
     case "number":
-      reportAll(ctx, at, present(schema, NUMBER_KEYWORDS))
-      return number(ctx.rules)
+      return numberGrammar(ctx, schema, at)
     case "object":
       return objectGrammar(ctx, schema, at, sub)
     case "array":
       return arrayGrammar(ctx, schema, at, sub)
     case "null":
     case "boolean":
-      return anyOfType(ctx.rules, type)
+      return anyOfType(ctx, type)
     default:
       leaveUnconstrained(ctx, `${at}/type`)
-      return anyValue(ctx.rules)
+      return anyValue(ctx)
   }
 }
 
@@ -195,12 +174,12 @@ const literals = (ctx: Context, schema: Schema, at: string): string => {
     .filter((v) => types === undefined || types.some((t) => hasType(v, t) || (t === "number" && hasType(v, "integer"))))
     .flatMap((v) => {
       const text = JSON.stringify(v)
-      return typeof text === "string" ? [lit(text)] : []
+      return typeof text === "string" ? [lit(markupSafe(text, ctx.inMarkup))] : []
     })
   if (texts.length === 0) {
     // No value can be valid: nothing sound to write, validation answers.
     leaveUnconstrained(ctx, `${at}/${hasConst ? "const" : "enum"}`)
-    return anyValue(ctx.rules)
+    return anyValue(ctx)
   }
   return alt(...texts)
 }
@@ -216,7 +195,7 @@ const refGrammar = (ctx: Context, ref: string, at: string, open: ReadonlySet<str
   const target = pointer === undefined ? undefined : resolvePointer(ctx.root, pointer)
   if (pointer === undefined || target === undefined || open.has(pointer)) {
     leaveUnconstrained(ctx, `${at}/$ref`)
-    return anyValue(ctx.rules)
+    return anyValue(ctx)
   }
   const known = ctx.refs.get(pointer)
   if (known !== undefined) return known
@@ -236,10 +215,10 @@ const disjointByType = (branches: ReadonlyArray<unknown>): boolean => {
 /** The GBNF expression of a JSON value valid against `schema` (at root-relative `at`), no whitespace around it. */
 export const compile = (ctx: Context, schema: unknown, at: string, open: ReadonlySet<string>, depth: number): string => {
   ctx.nodes++
-  if (schema === true || (isRecord(schema) && Object.keys(schema).length === 0)) return anyValue(ctx.rules)
+  if (schema === true || (isRecord(schema) && Object.keys(schema).length === 0)) return anyValue(ctx)
   if (!isRecord(schema) || depth > MAX_SCHEMA_DEPTH || ctx.nodes > MAX_SCHEMA_NODES) {
     leaveUnconstrained(ctx, at)
-    return anyValue(ctx.rules)
+    return anyValue(ctx)
   }
   reportAll(ctx, at, present(schema, NEVER_COMPILED))
   const ref = schema["$ref"]
@@ -270,21 +249,23 @@ export const compile = (ctx: Context, schema: unknown, at: string, open: Readonl
     return literals(ctx, schema, at)
   }
   const types = typesOf(schema)
-  if (types === undefined) return anyValue(ctx.rules)
+  if (types === undefined) return anyValue(ctx)
   return alt(...types.map((t) => typeGrammar(ctx, schema, at, t, depth)))
 }
 
 /**
  * Compiles one schema into `rules` (which the caller renders) as a rule of its own, named after `hint` (a `$ref`
- * to `#` is that rule); `prefix` is put before the reported pointers.
+ * to `#` is that rule); `prefix` is put before the reported pointers. `inMarkup`: the value sits inside tool-call
+ * markup, so its strings write `<` only escaped (see `JsonRules`).
  */
 export const compileInto = (
   rules: RuleSet,
   schema: unknown,
   hint: string,
-  prefix: string
+  prefix: string,
+  inMarkup: boolean
 ): { readonly rule: string; readonly unconstrained: ReadonlyArray<string> } => {
-  const ctx = makeContext(rules, schema, prefix)
+  const ctx = makeContext(rules, schema, prefix, inMarkup)
   const rule = rules.reserve(hint)
   ctx.refs.set("", rule)
   rules.fill(rule, compile(ctx, schema, "", new Set([""]), 0))
@@ -293,10 +274,11 @@ export const compileInto = (
 
 /**
  * The grammar of one JSON value valid against `schema` (a `response_format: json_schema`'s schema): the value
- * alone, no whitespace around it. `prefix` is put before the reported pointers.
+ * alone, no whitespace around it, not inside markup (`<` written as itself). `prefix` is put before the reported
+ * pointers.
  */
 export const jsonSchemaGrammar = (schema: unknown, limits: GrammarLimits = DEFAULT_LIMITS, prefix = ""): GrammarResult => {
   const rules = makeRuleSet()
-  const { unconstrained } = compileInto(rules, schema, "root", prefix)
+  const { unconstrained } = compileInto(rules, schema, "root", prefix, false)
   return finish(rules.rules(), unconstrained, limits)
 }

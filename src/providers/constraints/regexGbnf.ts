@@ -7,7 +7,9 @@
  * past `MAX_REPETITION`) makes the whole pattern unsupported: the result is undefined.
  *
  * A regex character becomes the JSON text that denotes it: `"` and `\` escaped, controls as their escape, any
- * other character as itself (never as a `\u` escape: a subset of the JSON texts, every one of them matching).
+ * other character as itself (never as a `\u` escape: a subset of the JSON texts, every one of them matching) —
+ * except `<` inside tool-call markup, written only as `\u003c` or `\u003C` (see `JsonRules`): a pattern that
+ * allows `<` stays exact there.
  */
 import { alt, cls, group, isSimpleAtom, lit, MAX_REPETITION, type RuleSet, seq } from "./gbnf.js"
 
@@ -53,13 +55,18 @@ const SHORT_ESCAPES: ReadonlyMap<number, string> = new Map([
   [0x22, "\\\""], [0x5c, "\\\\"], [0x08, "\\b"], [0x0c, "\\f"], [0x0a, "\\n"], [0x0d, "\\r"], [0x09, "\\t"]
 ])
 
+const LT = 0x3c
+/** `<` in markup: its escape, in either case. */
+const ESCAPED_LT = seq(lit("\\u003"), cls([[0x43, 0x43], [0x63, 0x63]]))
+
 /** The JSON text of any one character of `set`. */
-const jsonChars = (set: Ranges): string | undefined => {
+const jsonChars = (set: Ranges, inMarkup: boolean): string | undefined => {
   const options: Array<string> = []
-  const raw = intersect(set, RAW)
+  const raw = intersect(set, inMarkup ? intersect(RAW, complement([[LT, LT]])) : RAW)
   if (raw.length > 0) options.push(cls(raw))
   for (const [lo, hi] of normalize(set)) {
     for (let c = lo; c <= Math.min(hi, 0x5c); c++) {
+      if (inMarkup && c === LT) options.push(ESCAPED_LT)
       if (c >= 0x20 && c !== 0x22 && c !== 0x5c) continue
       options.push(lit(SHORT_ESCAPES.get(c) ?? `\\u${c.toString(16).padStart(4, "0")}`))
     }
@@ -69,6 +76,7 @@ const jsonChars = (set: Ranges): string | undefined => {
 
 interface Parser {
   readonly src: string
+  readonly inMarkup: boolean
   pos: number
 }
 
@@ -191,8 +199,8 @@ const quantifier = (p: Parser): readonly [number, number | undefined] | "none" |
 }
 
 /** A character set's JSON text, a rule of its own when it is more than a class (shared, and repeated as one). */
-const setRule = (rules: RuleSet, set: Ranges | undefined): string | undefined => {
-  const e = set === undefined ? undefined : jsonChars(set)
+const setRule = (p: Parser, rules: RuleSet, set: Ranges | undefined): string | undefined => {
+  const e = set === undefined ? undefined : jsonChars(set, p.inMarkup)
   return e === undefined || isSimpleAtom(e) ? e : rules.define("re-char", e)
 }
 
@@ -211,20 +219,20 @@ const atom = (p: Parser, rules: RuleSet, depth: number): string | undefined => {
   }
   if (c === "[") {
     p.pos++
-    return setRule(rules, charClass(p))
+    return setRule(p, rules, charClass(p))
   }
   if (c === ".") {
     p.pos++
-    return setRule(rules, complement(LINE_TERMINATORS))
+    return setRule(p, rules, complement(LINE_TERMINATORS))
   }
   if (c === "\\") {
     p.pos++
-    return setRule(rules, escape(p, false))
+    return setRule(p, rules, escape(p, false))
   }
   if ("^$)|*+?{}]".includes(c)) return undefined
   const code = p.src.codePointAt(p.pos) ?? 0
   p.pos += code > 0xffff ? 2 : 1
-  return setRule(rules, [[code, code]])
+  return setRule(p, rules, [[code, code]])
 }
 
 const alternative = (p: Parser, rules: RuleSet, depth: number): string | undefined => {
@@ -252,9 +260,17 @@ const disjunction = (p: Parser, rules: RuleSet, depth: number): string | undefin
   }
 }
 
-/** The GBNF of the JSON string content matching `pattern`, given the rule of any string character. */
-export const patternContent = (rules: RuleSet, pattern: string, anyChar: string): string | undefined => {
-  const p: Parser = { src: pattern, pos: 0 }
+/**
+ * The GBNF of the JSON string content matching `pattern`, given the rule of any string character (`stringChar`,
+ * written for the same place: in markup or not).
+ */
+export const patternContent = (
+  rules: RuleSet,
+  pattern: string,
+  anyChar: string,
+  inMarkup: boolean
+): string | undefined => {
+  const p: Parser = { src: pattern, pos: 0, inMarkup }
   const options: Array<string> = []
   for (;;) {
     const anchoredStart = peek(p) === "^"

@@ -3,8 +3,8 @@
  * writes (`{`, `[`, a key, `:`, `,`, each member), so every gap between JSON tokens is exactly one `ws`.
  */
 import { alt, lit, MAX_REPETITION, opt, seq } from "./gbnf.js"
-import { ws } from "./jsonPrimitives.js"
-import { anyString, anyValue, type Context, isRecord, leaveUnconstrained, pointerToken } from "./schemaContext.js"
+import { markupSafe, ws } from "./jsonPrimitives.js"
+import { anyObject, anyString, anyValue, type Context, isRecord, leaveUnconstrained, pointerToken } from "./schemaContext.js"
 
 /** Compiles a subschema (at a root-relative pointer) inside a container: after a token, so no left recursion. */
 export type Sub = (schema: unknown, pointer: string) => string
@@ -32,8 +32,8 @@ export const objectGrammar = (ctx: Context, schema: Readonly<Record<string, unkn
   for (const r of required) if (!keys.includes(r)) keys.push(r)
   if (keys.length === 0) {
     if (additional === false) return seq(lit("{"), w, lit("}"))
-    if (additional === undefined || additional === true) return anyValueObject(ctx)
-    const member = seq(anyString(rules), w, lit(":"), w, sub(additional, `${at}/additionalProperties`), w)
+    if (additional === undefined || additional === true) return anyObject(ctx)
+    const member = seq(anyString(ctx), w, lit(":"), w, sub(additional, `${at}/additionalProperties`), w)
     return seq(lit("{"), w, opt(seq(member, rules.repeat(seq(lit(","), w, member), 0, undefined))), lit("}"))
   }
   const member = (key: string): string => {
@@ -42,9 +42,9 @@ export const objectGrammar = (ctx: Context, schema: Readonly<Record<string, unkn
     const value = declared
       ? sub(properties[key], `${at}/properties/${pointerToken(key)}`)
       : additional === undefined || additional === false || additional === true
-      ? anyValue(rules)
+      ? anyValue(ctx)
       : sub(additional, `${at}/additionalProperties`)
-    return seq(lit(JSON.stringify(key)), w, lit(":"), w, value, w)
+    return seq(lit(markupSafe(JSON.stringify(key), ctx.inMarkup)), w, lit(":"), w, value, w)
   }
   const members = keys.map(member)
   const isRequired = keys.map((k) => required.has(k))
@@ -64,11 +64,6 @@ export const objectGrammar = (ctx: Context, schema: Readonly<Record<string, unkn
   if (firstRequired < 0) options.push("\"\"")
   const inner = options.length === 2 && options[1] === "\"\"" && options[0] !== undefined ? opt(options[0]) : alt(...options)
   return seq(lit("{"), w, inner, lit("}"))
-}
-
-const anyValueObject = (ctx: Context): string => {
-  anyValue(ctx.rules)
-  return ctx.rules.named("object") ?? anyValue(ctx.rules)
 }
 
 const countOf = (ctx: Context, schema: Readonly<Record<string, unknown>>, at: string, key: string): number | undefined => {
@@ -101,7 +96,7 @@ export const arrayGrammar = (ctx: Context, schema: Readonly<Record<string, unkno
   let max = countOf(ctx, schema, at, "maxItems")
   if (restSchema === false) max = Math.min(max ?? tuple.length, tuple.length)
   const rest = restSchema === undefined || restSchema === true || restSchema === false
-    ? anyValue(rules)
+    ? anyValue(ctx)
     : sub(restSchema, `${at}/${restKey}`)
   const element = (i: number): string => seq(i < tuple.length ? sub(tuple[i], `${at}/${tupleKey}/${i}`) : rest, w)
   if (max === 0 || (max !== undefined && max < min)) return seq(lit("["), w, lit("]"))

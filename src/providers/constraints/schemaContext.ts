@@ -1,14 +1,13 @@
 /** What one schema compilation carries: its rules, what it left unconstrained, `$ref` rules, and the free values. */
 import { alt, lit, opt, type RuleSet, seq } from "./gbnf.js"
-import { integer, number, quoted, stringChar, ws } from "./jsonPrimitives.js"
+import { integer, type JsonRules, number, quoted, stringChar, ws } from "./jsonPrimitives.js"
 
 /** Inline nesting past this depth (not counting `$ref`s, which are rules) leaves the value unconstrained. */
 export const MAX_SCHEMA_DEPTH = 64
 /** Schema nodes compiled per grammar: past this many, the rest is left unconstrained (a guard, linear work). */
 export const MAX_SCHEMA_NODES = 20_000
 
-export interface Context {
-  readonly rules: RuleSet
+export interface Context extends JsonRules {
   /** The schema `$ref`s resolve in. */
   readonly root: unknown
   /** Prefix of the reported pointers (where the schema sits in the request). */
@@ -19,8 +18,9 @@ export interface Context {
   nodes: number
 }
 
-export const makeContext = (rules: RuleSet, root: unknown, prefix: string): Context => ({
+export const makeContext = (rules: RuleSet, root: unknown, prefix: string, inMarkup: boolean): Context => ({
   rules,
+  inMarkup,
   root,
   prefix,
   unconstrained: [],
@@ -54,15 +54,19 @@ export const resolvePointer = (root: unknown, pointer: string): unknown => {
 }
 
 /** Any JSON string. */
-export const anyString = (rules: RuleSet): string => rules.define("string", quoted(`${stringChar(rules)}*`))
+export const anyString = (json: JsonRules): string => json.rules.define("string", quoted(`${stringChar(json)}*`))
+
+/** The free values' rules are named per place (inside markup or not): one rule set may hold both. */
+const key = (json: JsonRules, name: string): string => (json.inMarkup ? `${name}-in-markup` : name)
 
 /** Any JSON value (recursive rules: objects and arrays of any values), with the grammar's bounded whitespace. */
-export const anyValue = (rules: RuleSet): string => {
-  const known = rules.named("value")
+export const anyValue = (json: JsonRules): string => {
+  const { rules } = json
+  const known = rules.named(key(json, "value"))
   if (known !== undefined) return known
   const value = rules.reserve("value")
   const w = ws(rules)
-  const str = anyString(rules)
+  const str = anyString(json)
   const member = seq(str, w, lit(":"), w, value, w)
   const object = rules.define(
     "object",
@@ -74,40 +78,40 @@ export const anyValue = (rules: RuleSet): string => {
     seq(lit("["), w, opt(seq(element, rules.repeat(seq(lit(","), w, element), 0, undefined))), lit("]"))
   )
   rules.fill(value, alt(object, array, str, number(rules), lit("true"), lit("false"), lit("null")))
-  rules.name("value", value)
-  rules.name("object", object)
-  rules.name("array", array)
+  rules.name(key(json, "value"), value)
+  rules.name(key(json, "object"), object)
+  rules.name(key(json, "array"), array)
   return value
 }
 
 /** Any JSON object, for `{"type": "object"}` with nothing else. */
-export const anyObject = (rules: RuleSet): string => {
-  anyValue(rules)
-  return rules.named("object") ?? "object"
+export const anyObject = (json: JsonRules): string => {
+  anyValue(json)
+  return json.rules.named(key(json, "object")) ?? anyValue(json)
 }
 
-export const anyArray = (rules: RuleSet): string => {
-  anyValue(rules)
-  return rules.named("array") ?? "array"
+export const anyArray = (json: JsonRules): string => {
+  anyValue(json)
+  return json.rules.named(key(json, "array")) ?? anyValue(json)
 }
 
-export const anyOfType = (rules: RuleSet, type: string): string => {
+export const anyOfType = (json: JsonRules, type: string): string => {
   switch (type) {
     case "null":
       return lit("null")
     case "boolean":
       return alt(lit("true"), lit("false"))
     case "string":
-      return anyString(rules)
+      return anyString(json)
     case "integer":
-      return integer(rules)
+      return integer(json.rules)
     case "number":
-      return number(rules)
+      return number(json.rules)
     case "object":
-      return anyObject(rules)
+      return anyObject(json)
     case "array":
-      return anyArray(rules)
+      return anyArray(json)
     default:
-      return anyValue(rules)
+      return anyValue(json)
   }
 }

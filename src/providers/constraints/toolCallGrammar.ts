@@ -5,6 +5,7 @@
  */
 import { DEFAULT_LIMITS, finish, type GrammarLimits, type GrammarResult } from "./bound.js"
 import { alt, cls, lit, makeRuleSet, opt, type RuleSet, seq } from "./gbnf.js"
+import { markupSafe } from "./jsonPrimitives.js"
 import { compileInto, jsonSchemaGrammar } from "./jsonSchemaGbnf.js"
 import { anyObject, isRecord } from "./schemaContext.js"
 
@@ -75,8 +76,8 @@ const argumentsRule = (
   unconstrained: Array<string>
 ): string => {
   // No parameters: any object, as validation accepts.
-  if (parameters === undefined) return anyObject(rules)
-  const compiled = compileInto(rules, argumentsSchema(parameters), `args-${name}`, prefix)
+  if (parameters === undefined) return anyObject({ rules, inMarkup: true })
+  const compiled = compileInto(rules, argumentsSchema(parameters), `args-${name}`, prefix, true)
   unconstrained.push(...compiled.unconstrained)
   return compiled.rule
 }
@@ -85,7 +86,9 @@ const argumentsRule = (
  * The answer's grammar from the request's tools, `tool_choice` and `parallel_tool_calls`: `auto` is free text
  * (never holding `<tool_call>`) then optionally the calls; `required` and a named tool are the calls at once (a
  * named tool's only); `none` is no grammar. `parallel_tool_calls: false` is exactly one call, otherwise 1 to
- * `MAX_CALLS`. Unconstrained parts are reported as `/tools/<i>/function/parameters/…`.
+ * `MAX_CALLS`. Inside a call, strings write `<` only as `\u003c`, so that no `<tool_call>` or `</tool_call>` (or
+ * any other family's tag) can appear inside a value and split the call where the edge's parser looks for the close
+ * tag. Unconstrained parts are reported as `/tools/<i>/function/parameters/…`.
  */
 export const toolCallGrammar = (request: ToolCallGrammarRequest, limits: GrammarLimits = DEFAULT_LIMITS): ToolCallGrammar => {
   const choice = request.toolChoice ?? "auto"
@@ -104,7 +107,7 @@ export const toolCallGrammar = (request: ToolCallGrammarRequest, limits: Grammar
     if (seen.has(name)) return []
     seen.add(name)
     const args = argumentsRule(rules, tool.function.parameters, name, `/tools/${i}/function/parameters`, unconstrained)
-    const open = `${OPEN_TAG}\n{"name": ${JSON.stringify(name)}, "arguments": `
+    const open = `${OPEN_TAG}\n{"name": ${markupSafe(JSON.stringify(name), true)}, "arguments": `
     return [rules.define(`call-${name}`, seq(lit(open), args, lit("}\n</tool_call>")))]
   })
   const call = rules.define("call", alt(...calls))
@@ -127,7 +130,7 @@ export const responseFormatGrammar = (responseFormat: unknown, limits: GrammarLi
   const rules = makeRuleSet()
   if (responseFormat["type"] === "json_object") {
     const root = rules.reserve("root")
-    rules.fill(root, anyObject(rules))
+    rules.fill(root, anyObject({ rules, inMarkup: false }))
     return finish(rules.rules(), [], limits)
   }
   const spec = responseFormat["json_schema"]

@@ -60,7 +60,28 @@ describe("JSON Schema → GBNF, properties", () => {
 
 const CALL = /<tool_call>\n(\{"name": .*?)\n<\/tool_call>/gs
 
+const callGrammarOf = (schema: unknown): Grammar => {
+  const result = toolCallGrammar({ tools: [{ function: { name: "t", parameters: schema } }], toolChoice: "required" })
+  if (result._tag !== "Grammar") throw new Error(result._tag)
+  const parsed = parseGbnf(result.grammar)
+  if (!parsed.ok) throw new Error(parsed.error)
+  return parsed.grammar
+}
+const callOf = (args: string) => `<tool_call>\n{"name": "t", "arguments": ${args}}\n</tool_call>`
+
 describe("the Hermes turn grammar, properties", () => {
+  it("inside a call: accepts every schema-valid value with < written \\u003c, and refuses a raw <", () => {
+    fc.assert(
+      fc.property(schemaAndValue, ([schema, value, gaps]) => {
+        const text = jsonWithWhitespace(value, gaps)
+        const grammar = callGrammarOf(schema)
+        expect(accepts(grammar, callOf(text.replace(/</g, "\\u003c")))).toBe(true)
+        if (text.includes("<")) expect(accepts(grammar, callOf(text))).toBe(false)
+      }),
+      { numRuns: 300 }
+    )
+  })
+
   it("every sampled answer holds only valid calls of the request's tools, and no markup in its text", () => {
     fc.assert(
       fc.property(fc.array(schemaArbitrary, { minLength: 1, maxLength: 3 }), fc.constantFrom<"auto" | "required">("auto", "required"), fc.boolean(), fc.integer(), (schemas, choice, parallel, seed) => {
@@ -80,6 +101,7 @@ describe("the Hermes turn grammar, properties", () => {
           if (choice === "required") expect(calls.length).toBeGreaterThan(0)
           if (!parallel) expect(calls.length).toBeLessThanOrEqual(1)
           for (const call of calls) {
+            expect(call[1]).not.toContain("<")
             const json = JSON.parse(call[1] ?? "") as { name: string; arguments: unknown }
             const tool = tools.find((t) => t.function.name === json.name)
             expect(tool).toBeDefined()

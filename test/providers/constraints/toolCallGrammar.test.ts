@@ -49,8 +49,8 @@ describe("toolCallGrammar", () => {
   })
 
   it("reports unconstrained parts under /tools/<i>/function/parameters", () => {
-    const r = toolCallGrammar({ tools: [weather, { function: { name: "n", parameters: { type: "object", properties: { x: { type: "number", maximum: 3 } } } } }] })
-    expect(r._tag === "Grammar" && r.unconstrained).toEqual(["/tools/1/function/parameters/properties/x/maximum"])
+    const r = toolCallGrammar({ tools: [weather, { function: { name: "n", parameters: { type: "object", properties: { x: { type: "number", maximum: 3, multipleOf: 2 } } } } }] })
+    expect(r._tag === "Grammar" && r.unconstrained).toEqual(["/tools/1/function/parameters/properties/x/multipleOf"])
   })
 
   it("textWithout: the states of the tag's matcher", () => {
