@@ -126,7 +126,7 @@ export const GET_TIME: MatrixTool = {
 
 /**
  * The tools one request of a family offers; the family's own tool first (the one a named choice names). The
- * numeric family's tool is offered in its own rows only, so that what its grammar leaves unconstrained shows there.
+ * numeric family's tool is offered in its own rows only (its grammar was the last to compile whole).
  */
 export const toolsOf = (family: SchemaFamily): ReadonlyArray<MatrixTool> => {
   const i = SCHEMA_FAMILIES.indexOf(family)
