@@ -94,7 +94,7 @@ export const layerConfig = (
 
 /**
  * The edge's HTTP API as a router to mount beside your own routes (`HttpRouter.concat`, `HttpRouter.mount`):
- * `/v1/chat/completions`, `/v1/responses`, `/v1/messages` (+ `count_tokens`), `/v1/models`, `GET|HEAD /`,
+ * `/v1/chat/completions`, `/v1/responses`, `/v1/messages` (+ `count_tokens`), `/v1/models` (+ `/{id}`), `GET|HEAD /`,
  * `/healthz`, `/metrics`, and `OPTIONS` of each (CORS preflights). No catch-all, no server of its own. The edge's
  * middleware — request id (`x-request-id`), drain tracking, the Host/Origin checks and CORS, one access-log line
  * per request at the config's `log.level`, and on a Node server the handling of an unread request body — is on

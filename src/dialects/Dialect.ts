@@ -60,6 +60,8 @@ export interface Dialect<W> {
   readonly speaks: (headers: Readonly<Record<string, string | undefined>>) => boolean
   /** `GET /v1/models` in this API's shape: the models the caller may use, ids and aliases. */
   readonly modelList: (names: ReadonlyArray<string>) => unknown
+  /** `GET /v1/models/{id}` in this API's shape: one model (an id or an alias), as the list has it. */
+  readonly modelEntry: (name: string) => unknown
   /** Its endpoints beside `path`. */
   readonly endpoints: ReadonlyArray<DialectEndpoint>
   /** Parses and decodes the body; an error names the offending field in a few hundred characters. */

@@ -118,7 +118,7 @@ export type RouteServices = EdgeConfig | Gateway | Metrics | Lifecycle | NodeReg
 
 /**
  * The edge's HTTP API as a router to mount beside your own routes (`HttpRouter.concat`, `HttpRouter.mount`):
- * `/v1/chat/completions`, `/v1/responses`, `/v1/messages` (+ `count_tokens`), `/v1/models`, `GET|HEAD /`,
+ * `/v1/chat/completions`, `/v1/responses`, `/v1/messages` (+ `count_tokens`), `/v1/models` (+ `/{id}`), `GET|HEAD /`,
  * `/healthz`, `/metrics`, and `OPTIONS` of each (CORS preflights). No catch-all, no server of its own. The edge's
  * middleware (request id, drain tracking, Host/Origin and CORS, access log, unread bodies) is on each of these
  * routes and on nothing else: mounting them never changes how the app's own routes answer.

@@ -14,6 +14,7 @@ import { Metrics } from "../observability/Metrics.js"
 import { NodeRegistry } from "../run/NodeRegistry.js"
 import { allows, grantedKey, makeKeyCheck, presentedKey } from "./Auth.js"
 import { InternalError, RouteNotFound, ShuttingDown, Unauthorized } from "../chat/EdgeError.js"
+import { ModelNotFound } from "../chat/errors.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { readBody } from "./readBody.js"
 import { streamResponse } from "./streamResponse.js"
@@ -48,7 +49,7 @@ const answerErrors = <R>(
 const SSE_HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" }
 
 /** What the routes every API shares need of an API: whether a request speaks it, and its shapes. */
-type SharedShapes = Pick<Dialect<unknown>, "speaks" | "modelList" | "error">
+type SharedShapes = Pick<Dialect<unknown>, "speaks" | "modelList" | "modelEntry" | "error">
 
 /** The APIs the edge speaks, Chat Completions the default shape of the routes they share. */
 const SHARED: ReadonlyArray<SharedShapes> = [ChatCompletions.dialect, Responses.dialect, Messages.dialect]
@@ -64,6 +65,18 @@ export const notFound = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   return answer((yield* spokenBy).error(new RouteNotFound({ method: request.method, path: request.url })))
 })
+
+/** The model id of a `/v1/models/{id}` URL (percent-decoded, without a query), if it is one. */
+export const modelNameOf = (url: string): string | undefined => {
+  const path = url.split("?")[0] ?? ""
+  const prefix = "/v1/models/"
+  if (!path.startsWith(prefix) || path.length === prefix.length) return undefined
+  try {
+    return decodeURIComponent(path.slice(prefix.length))
+  } catch {
+    return undefined
+  }
+}
 
 /** One of the edge's routes: its method, its path as written (no parameters), its handler. */
 export interface EdgeRoute {
@@ -114,18 +127,35 @@ export const makeRoutes = Effect.gen(function* () {
       })
     )
 
+  /** The names (ids and aliases) of the models a caller's key may use. */
+  const visibleNames = (key: ReturnType<typeof grantedKey>): ReadonlySet<string> => {
+    const names = new Set<string>()
+    // As the door allows them: the id when the key names it, an alias when the key names the id or that alias.
+    for (const m of registry.models()) {
+      if (allows(key, m.id)) names.add(m.id)
+      for (const alias of m.aliases) if (allows(key, m.id, alias)) names.add(alias)
+    }
+    return names
+  }
+
   const models = Effect.flatMap(spokenBy, (dialect) =>
+    answerErrors(
+      dialect.error,
+      Effect.map(guard, (key) => HttpServerResponse.unsafeJson(dialect.modelList(Array.from(visibleNames(key)))))
+    ))
+
+  /** `GET /v1/models/{id}` (the SDKs' `models.retrieve`): one model the caller may use, else the API's 404. */
+  const model = Effect.flatMap(spokenBy, (dialect) =>
     answerErrors(
       dialect.error,
       Effect.gen(function* () {
         const key = yield* guard
-        const names = new Set<string>()
-        for (const m of registry.models()) {
-          if (!allows(key, m.id)) continue
-          names.add(m.id)
-          for (const alias of m.aliases) names.add(alias)
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const name = modelNameOf(request.url)
+        if (name === undefined || !visibleNames(key).has(name)) {
+          return yield* Effect.fail(new ModelNotFound({ model: name ?? request.url }))
         }
-        return HttpServerResponse.unsafeJson(dialect.modelList(Array.from(names)))
+        return HttpServerResponse.unsafeJson(dialect.modelEntry(name))
       })
     ))
 
@@ -170,6 +200,7 @@ export const makeRoutes = Effect.gen(function* () {
     { method: "HEAD", path: "/", handler: root },
     { method: "GET", path: "/", handler: root },
     { method: "GET", path: "/v1/models", handler: models },
+    { method: "GET", path: "/v1/models/*", handler: model },
     { method: "GET", path: "/healthz", handler: health },
     { method: "GET", path: "/metrics", handler: metricsText }
   ]

@@ -7,6 +7,7 @@
 export const ROUTES = [
   "/v1/chat/completions",
   "/v1/models",
+  "/v1/models/{id}",
   "/v1/responses",
   "/v1/messages",
   "/v1/messages/count_tokens",
@@ -39,5 +40,7 @@ export const routeLabel = (url: string): RouteLabel => {
   const decoded = decodeAscii(end === -1 ? collapsed : collapsed.slice(0, end + 1))
   const trimmed = decoded.length > 1 && decoded.endsWith("/") ? decoded.slice(0, -1) : decoded
   const path = trimmed.toLowerCase()
-  return isRoute(path) ? path : UNMATCHED
+  if (isRoute(path)) return path
+  // One model (`GET /v1/models/{id}`): one label, whatever the id.
+  return path.startsWith("/v1/models/") ? "/v1/models/{id}" : UNMATCHED
 }

@@ -220,6 +220,10 @@ describe("echo model", () => {
     const page = await client.models.list()
     expect(page.data.map((m) => m.id)).toEqual(["echo", "echo-2"])
     for (const m of page.data) expect(m.object).toBe("model")
+    // models.retrieve: one model; an unknown one is the SDK's NotFoundError (404, model_not_found).
+    expect(await client.models.retrieve("echo-2")).toMatchObject({ id: "echo-2", object: "model" })
+    const missing = await client.models.retrieve("nope").then(() => "found", (e: unknown) => e)
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError)
 
     const raw = await jsonOf(await fetch(`${edge.baseURL}/models`))
     expect(raw.object).toBe("list")

@@ -53,6 +53,31 @@ describe("models[].aliases", () => {
       expect(unknown.status).toBe(404)
     }).pipe(Effect.provide(edgeWith(config))))
 
+  it.scopedLive("GET /v1/models/{id}: one model by id or alias, in the caller's API's shape; a name it may not use is the API's 404", () =>
+    Effect.gen(function* () {
+      const port = yield* serverPort
+      const get = (path: string, key: string, headers: Record<string, string> = {}) =>
+        Effect.promise(() =>
+          fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${key}`, ...headers } }).then(
+            async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> })
+          ))
+      expect(yield* get("/v1/models/gpt-5.5", "sk-all")).toEqual({
+        status: 200,
+        body: { id: "gpt-5.5", object: "model", created: 0, owned_by: "iop" }
+      })
+      const anthropic = yield* get("/v1/models/coder", "sk-all", { "anthropic-version": "2023-06-01" })
+      expect(anthropic).toMatchObject({ status: 200, body: { type: "model", id: "coder", display_name: "coder" } })
+      const missing = yield* get("/v1/models/gpt-4", "sk-all")
+      expect(missing).toMatchObject({ status: 404, body: { error: { code: "model_not_found" } } })
+      const missingAnthropic = yield* get("/v1/models/gpt-4", "sk-all", { "anthropic-version": "2023-06-01" })
+      expect(missingAnthropic).toMatchObject({ status: 404, body: { type: "error", error: { type: "not_found_error" } } })
+      // A key limited to an alias sees that name only.
+      expect((yield* get("/v1/models/claude-sonnet-4-5", "sk-by-alias")).status).toBe(200)
+      expect((yield* get("/v1/models/gpt-5.5", "sk-by-alias")).status).toBe(404)
+      // An id with a slash (`org/model`) and an escaped one are one id.
+      expect((yield* get("/v1/models/org%2Fnone", "sk-all")).status).toBe(404)
+    }).pipe(Effect.provide(edgeWith(config))))
+
   it.scopedLive("a key limited to an alias may use the model by that alias only", () =>
     Effect.gen(function* () {
       const port = yield* serverPort

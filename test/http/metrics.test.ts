@@ -76,7 +76,7 @@ describe("/metrics cardinality", () => {
       yield* Effect.forEach(Array.from({ length: 300 }, (_, i) => i), (i) => probe(`/scan/${i}/admin.php?id=${i}`), {
         concurrency: 16
       })
-      yield* probe("/v1/models/echo")
+      yield* probe("/v1/modelz/echo")
       const text = yield* metricsText
       expect(httpSeries(text)).toBe(before)
       expect(value(text, 'iop_http_responses_total{route="unmatched",status="404"}')).toBe(302)

@@ -2,7 +2,7 @@
 import type { ChatRequest } from "../../chat/ChatRequest.js"
 import { type Dialect, type RunInfo, runIdSuffix } from "../Dialect.js"
 import { toHttpError } from "../openaiError.js"
-import { openAiModelList } from "../openaiModels.js"
+import { openAiModel, openAiModelList } from "../openaiModels.js"
 import * as Render from "./render.js"
 import { decodeBody, toChatRequest } from "./request.js"
 import type { ChatCompletionRequest } from "./wire.js"
@@ -24,6 +24,7 @@ export const dialect: Dialect<ChatCompletionRequest> = {
   // The default shape of the routes every API shares.
   speaks: () => false,
   modelList: openAiModelList,
+  modelEntry: openAiModel,
   endpoints: [],
   decode: decodeBody,
   model: (wire) => wire.model,

@@ -18,6 +18,7 @@ export const dialect: Dialect<MessagesRequest> = {
   // Anthropic's clients send `anthropic-version` on every request: they get Anthropic's shapes.
   speaks: (headers) => headers["anthropic-version"] !== undefined,
   modelList: (names) => modelList(names),
+  modelEntry: (name) => modelEntry(name),
   endpoints: [{
     // An estimate (`estimateInputTokens`) behind the same guard; no run.
     path: "/v1/messages/count_tokens",
@@ -39,8 +40,11 @@ export const dialect: Dialect<MessagesRequest> = {
 const UNKNOWN_DATE = "1970-01-01T00:00:00Z"
 
 /** `GET /v1/models` in Anthropic's list shape: every id and alias the caller may use, one entry each. */
+/** One model in Anthropic's shape (`GET /v1/models/{id}`, and each entry of the list). */
+export const modelEntry = (id: string) => ({ type: "model", id, display_name: id, created_at: UNKNOWN_DATE })
+
 export const modelList = (names: ReadonlyArray<string>) => ({
-  data: names.map((id) => ({ type: "model", id, display_name: id, created_at: UNKNOWN_DATE })),
+  data: names.map(modelEntry),
   has_more: false,
   first_id: names[0] ?? null,
   last_id: names[names.length - 1] ?? null

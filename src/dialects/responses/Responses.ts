@@ -1,5 +1,5 @@
 import { toHttpError } from "../openaiError.js"
-import { openAiModelList } from "../openaiModels.js"
+import { openAiModel, openAiModelList } from "../openaiModels.js"
 import { type Dialect, type RunInfo, runIdSuffix } from "../Dialect.js"
 import * as Render from "./render.js"
 import { decodeBody, toChatRequest } from "./request.js"
@@ -60,6 +60,7 @@ export const dialect: Dialect<ResponsesRequest> = {
   path: "/v1/responses",
   speaks: () => false,
   modelList: openAiModelList,
+  modelEntry: openAiModel,
   endpoints: [],
   decode: decodeBody,
   model: (wire) => wire.model,

@@ -345,6 +345,11 @@ describe("Messages API through @anthropic-ai/sdk", () => {
       const edge = yield* messagesEdge({ kind: "sse", events: [] })
       const page = yield* Effect.promise(() => edge.client().models.list())
       expect(page.data.map((m) => m.id)).toEqual(["model", "claude-sonnet-4-5", "strict", "strict-buffered"])
+      // models.retrieve: one model (here an alias) in Anthropic's shape; an unknown one is the SDK's NotFoundError.
+      const one = yield* Effect.promise(() => edge.client().models.retrieve("claude-sonnet-4-5"))
+      expect(one).toMatchObject({ type: "model", id: "claude-sonnet-4-5", display_name: "claude-sonnet-4-5" })
+      const missing = yield* Effect.promise(() => edge.client().models.retrieve("nope").then(() => "found", (e: unknown) => e))
+      expect(missing).toBeInstanceOf(Anthropic.NotFoundError)
       const raw = yield* Effect.promise(() =>
         fetch(`${edge.url}/v1/models`, { headers: { "anthropic-version": "2023-06-01" } }).then((r) => r.json())
       )
