@@ -31,7 +31,8 @@ export const dialect: Dialect<MessagesRequest> = {
   decode: decodeBody,
   model: (wire) => wire.model,
   toChatRequest,
-  streamRenderer: (wire, _request, run) => Render.streamRenderer(context(wire, run)),
+  streamRenderer: (wire, _request, run) =>
+    Render.streamRenderer({ ...context(wire, run), inputTokens: estimateInputTokens(wire) }),
   body: (wire, _request, run, emissions) => Render.message(context(wire, run), emissions),
   error: toAnthropicError
 }

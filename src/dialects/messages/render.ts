@@ -17,6 +17,12 @@ export interface MessageContext {
   readonly id: string
   /** The model name the caller asked for. */
   readonly model: string
+  /**
+   * `message_start`'s `input_tokens`: the best count the edge has when it writes it, its estimate of the request
+   * (what `count_tokens` answers); the upstream's figures come in `message_delta`. Clients (LangChain) read input
+   * usage from `message_start`.
+   */
+  readonly inputTokens?: number
 }
 
 export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal"
@@ -111,8 +117,8 @@ const messageStart = (ctx: MessageContext): string =>
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        // Not known until the run ends: the final counts are in `message_delta`.
-        usage: { input_tokens: 0, output_tokens: 0 }
+        // The upstream's counts are not known until the run ends (they are in `message_delta`): the estimate here.
+        usage: { input_tokens: ctx.inputTokens ?? 0, output_tokens: 0 }
       }
     })
   ) + PING

@@ -66,11 +66,19 @@ describe("Messages API through @anthropic-ai/sdk", () => {
       const stream = edge.client().messages.stream({ model: "model", max_tokens: 64, messages: hi })
       const texts: Array<string> = []
       const types: Array<string> = []
+      let startInput: number | undefined
       stream.on("text", (t) => texts.push(t))
-      stream.on("streamEvent", (e) => types.push(e.type))
+      stream.on("streamEvent", (e) => {
+        types.push(e.type)
+        if (e.type === "message_start") startInput = e.message.usage.input_tokens
+      })
       const final = yield* Effect.promise(() => stream.finalMessage())
       expect(texts.join("")).toBe("Hello")
       expect(types[0]).toBe("message_start")
+      // message_start carries the edge's estimate, what count_tokens answers for the same request (LangChain reads it).
+      const counted = yield* Effect.promise(() => edge.client().messages.countTokens({ model: "model", messages: hi }))
+      expect(startInput).toBe(counted.input_tokens)
+      expect(startInput).toBeGreaterThan(0)
       expect(types.slice(-2)).toEqual(["message_delta", "message_stop"])
       expect(final).toMatchObject({
         content: [{ type: "text", text: "Hello" }],
