@@ -55,7 +55,9 @@ const rejection = (e: Extract<RunOutcomeError, { _tag: "UpstreamRejected" }>) =>
     : a.status === 429
     ? "rate_limit_error"
     : "api_error"
-  return { status: a.status, type, message: a.message }
+  // Anthropic's words for a prompt past the context: what Claude Code compacts on (any other 400 ends its turn).
+  const message = a.status === 400 && a.code === "context_length_exceeded" ? `prompt is too long: ${a.message}` : a.message
+  return { status: a.status, type, message }
 }
 
 /** Anthropic's own wording; `Authorization: Bearer` is accepted too. */

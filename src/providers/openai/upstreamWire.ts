@@ -411,9 +411,18 @@ export const errorBodyCode = (body: string): string | undefined => {
   const decoded = decodeErrorBody(json.right)
   if (Either.isLeft(decoded)) return undefined
   const error = decoded.right.error
-  if (error === undefined || error === null || typeof error === "string") return undefined
-  return typeof error.code === "string" && CODE.test(error.code) ? error.code : undefined
+  const detail = typeof error === "object" && error !== null ? error : undefined
+  if (detail !== undefined && typeof detail.code === "string" && CODE.test(detail.code)) return detail.code
+  // A prompt past the context, in each server's words, is OpenAI's code (clients compact on it, not on any 400):
+  // llama.cpp's `exceed_context_size_error` type, vLLM's "maximum context length" message (its code is a number).
+  const message = typeof error === "string" ? error : detail?.message ?? decoded.right.message ?? undefined
+  if (detail?.type === "exceed_context_size_error" || (message !== undefined && CONTEXT_OVERFLOW.test(message))) {
+    return "context_length_exceeded"
+  }
+  return undefined
 }
+
+const CONTEXT_OVERFLOW = /maximum context length|exceeds? the (available )?context (size|length|window)|context length exceeded|context window exceeded|too many tokens in (the )?prompt/i
 
 const CODE = /^[A-Za-z0-9_.-]{1,64}$/
 

@@ -62,6 +62,20 @@ describe("Anthropic error mapping: every EdgeError", () => {
     expect(a.headers).toEqual(headers)
   })
 
+  it("a prompt past the upstream's context is Anthropic's \"prompt is too long\" invalid_request_error (Claude Code compacts on it)", () => {
+    const overflow = new UpstreamRejected({
+      status: 400,
+      code: "context_length_exceeded",
+      message: "the request exceeds the available context size, try increasing it",
+      retryAfter: null
+    })
+    expect(toAnthropicError(overflow)).toMatchObject({
+      status: 400,
+      body: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long: the request exceeds the available context size, try increasing it" } }
+    })
+    expect(toAnthropicError(new UpstreamRejected({ status: 400, code: null, message: "other", retryAfter: null })).body).toMatchObject({ error: { message: "other" } })
+  })
+
   it("messages: the key's problem in Anthropic's words, the model named, upstream credentials never relayed", () => {
     expect(toAnthropicError(new Unauthorized({ reason: "missing" })).body).toEqual({
       type: "error",

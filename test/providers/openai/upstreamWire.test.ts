@@ -338,6 +338,19 @@ describe("upstreamWire: upstream error text", () => {
     expect(errorBodyCode("not json")).toBeUndefined()
   })
 
+  it("errorBodyCode: a prompt past the context is context_length_exceeded, in each server's words", () => {
+    // llama.cpp: its own error type, a numeric code.
+    expect(errorBodyCode(JSON.stringify({
+      error: { code: 400, message: "the request exceeds the available context size, try increasing it", type: "exceed_context_size_error", n_prompt_tokens: 9000, n_ctx: 8192 }
+    }))).toBe("context_length_exceeded")
+    // vLLM: a message, a numeric code; its older unwrapped shape too.
+    const vllm = "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens in the messages."
+    expect(errorBodyCode(JSON.stringify({ error: { message: vllm, type: "BadRequestError", code: 400 } }))).toBe("context_length_exceeded")
+    expect(errorBodyCode(JSON.stringify({ object: "error", message: vllm, type: "BadRequestError", code: 400 }))).toBe("context_length_exceeded")
+    // Another 400 keeps no code.
+    expect(errorBodyCode(JSON.stringify({ error: { message: "temperature must be <= 2", type: "invalid_request_error", code: 400 } }))).toBeUndefined()
+  })
+
   it("retryAfterSeconds: delta-seconds (rounded up, at least 1), else retry-after-ms; dates and junk ignored", () => {
     expect(retryAfterSeconds("7", undefined)).toBe(7)
     expect(retryAfterSeconds(" 2.5 ", undefined)).toBe(3)
