@@ -7,60 +7,20 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import * as ChatRun from "../../src/chat/ChatRun.js"
-import { layer as responderLayer } from "../../src/chat/Responder.js"
-import * as EdgeConfig from "../../src/config/EdgeConfig.js"
-import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
-import { Metrics, layerTest as metricsTestLayer } from "../../src/observability/Metrics.js"
+import { Metrics } from "../../src/observability/Metrics.js"
 import { NodeDisconnected, NodeUnavailable, NoNodeForModel, StreamClosed } from "../../src/protocol/errors.js"
 import { NodeId } from "../../src/protocol/RunEvent.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { type RunHandle, RunService } from "../../src/run/RunService.js"
 import { ScriptedProvider, ScriptedRunService, Step, TestEdge } from "../../src/testing.js"
 import { jsonBody, sseBody } from "../support/chatCompletionsBodies.js"
+import { scriptedChat, weather } from "../support/scriptedChat.js"
 import { parseSse, type StreamItem } from "../support/sse.js"
 import { exposeInternals } from "../../src/compose.js"
 
-const config = Either.getOrThrow(
-  decodeConfigJson("test", {
-    models: [
-      { id: "echo", provider: { type: "echo" } },
-      { id: "strict", provider: { type: "echo" }, output: { strict: true } },
-      { id: "buffered", provider: { type: "echo" }, output: { strict: true, streamBuffer: true } }
-    ]
-  })
-)
-
-const weather = {
-  type: "function",
-  function: {
-    name: "get_weather",
-    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
-  }
-}
-
-const request = (body: Record<string, unknown>) =>
-  Effect.gen(function* () {
-    const wire = yield* decodeBody(JSON.stringify({ messages: [{ role: "user", content: "hi" }], ...body }))
-    return yield* resolveChatRequest(config, wire)
-  }).pipe(Effect.orDie)
-
-const chatLayer = ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })
+const { request, setup } = scriptedChat({ plain: "echo", toolValidationAttempts: 2 })
 
 const { events, eventStream, refuse } = ScriptedRunService
-
-const setup = (
-  scripts: ReadonlyArray<ScriptedRunService.Script>,
-  wrap: (runs: Layer.Layer<RunService>) => Layer.Layer<RunService> = (runs) => runs
-) => {
-  const runs = ScriptedRunService.make(scripts)
-  const layer = responderLayer.pipe(
-    Layer.provideMerge(chatLayer),
-    Layer.provideMerge(Layer.mergeAll(wrap(runs.layer), metricsTestLayer, EdgeConfig.layer(config)))
-  )
-  return { runs, layer }
-}
 
 /** The whole edge (the real run plane, its idle watchdog) with one scripted provider serving every model. */
 const overRunPlane = (script: Iterable<Step.Step>) =>

@@ -2,20 +2,15 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import * as ChatRun from "../../src/chat/ChatRun.js"
 import { RunFailed, ToolValidationFailed } from "../../src/chat/errors.js"
-import { layer as responderLayer } from "../../src/chat/Responder.js"
 import { constraintOf, toolCallsOutcome } from "../../src/chat/runReport.js"
 import type { ToolChoiceMode } from "../../src/chat/toolcalls/types.js"
-import * as EdgeConfig from "../../src/config/EdgeConfig.js"
-import { decodeConfigJson } from "../../src/config/loadConfig.js"
-import { decodeBody, resolveChatRequest } from "../../src/dialects/chat-completions/request.js"
-import { Metrics, layerTest as metricsTestLayer } from "../../src/observability/Metrics.js"
+import { Metrics } from "../../src/observability/Metrics.js"
 import * as RunEvent from "../../src/protocol/RunEvent.js"
 import { ScriptedRunService } from "../../src/testing.js"
 import { jsonBody, sseBody } from "../support/chatCompletionsBodies.js"
+import { scriptedChat, weather } from "../support/scriptedChat.js"
 import { metricSum } from "../support/e2e.js"
 
 /**
@@ -23,38 +18,7 @@ import { metricSum } from "../support/e2e.js"
  * replayed or refused for them; `constraint` read from the last attempt's `Complete.metadata.constraint`.
  */
 
-const config = Either.getOrThrow(
-  decodeConfigJson("test", {
-    models: [
-      { id: "plain", provider: { type: "echo" } },
-      { id: "strict", provider: { type: "echo" }, output: { strict: true } },
-      { id: "buffered", provider: { type: "echo" }, output: { strict: true, streamBuffer: true } }
-    ]
-  })
-)
-
-const weather = {
-  type: "function",
-  function: {
-    name: "get_weather",
-    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
-  }
-}
-
-const request = (body: Record<string, unknown>) =>
-  Effect.gen(function* () {
-    const wire = yield* decodeBody(JSON.stringify({ messages: [{ role: "user", content: "hi" }], tools: [weather], ...body }))
-    return yield* resolveChatRequest(config, wire)
-  }).pipe(Effect.orDie)
-
-const setup = (scripts: ReadonlyArray<ScriptedRunService.Script>) => {
-  const runs = ScriptedRunService.make(scripts)
-  const layer = responderLayer.pipe(
-    Layer.provideMerge(ChatRun.layer({ toolValidationAttempts: 3, traceStreams: false })),
-    Layer.provideMerge(Layer.mergeAll(runs.layer, metricsTestLayer, EdgeConfig.layer(config)))
-  )
-  return { runs, layer }
-}
+const { request, setup } = scriptedChat({ plain: "plain", toolValidationAttempts: 3, defaults: { tools: [weather] } })
 
 const { events } = ScriptedRunService
 const constrained = (constraint: string | undefined) => (constraint === undefined ? {} : { constraint })

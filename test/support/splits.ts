@@ -2,10 +2,13 @@ import { FastCheck as fc } from "effect"
 
 /** Ways to cut a text into the deltas a stream may deliver it in: what every split-point property test uses. */
 
-/** The text cut at these points (taken modulo its length + 1, deduplicated). */
-export const splitAt = (text: string, cuts: ReadonlyArray<number>): ReadonlyArray<string> => {
+/** The text (or bytes) cut at these points (taken modulo its length + 1, deduplicated). */
+export const splitAt = <T extends { readonly length: number; slice(start: number, end?: number): T }>(
+  text: T,
+  cuts: ReadonlyArray<number>
+): ReadonlyArray<T> => {
   const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
+  const chunks: Array<T> = []
   let from = 0
   for (const c of at) {
     chunks.push(text.slice(from, c))

@@ -10,6 +10,7 @@ import { makeUpstreamDecoder } from "../../../src/providers/openai/upstreamSse.j
 import { chunkError, type UpstreamChunk } from "../../../src/providers/openai/upstreamWire.js"
 import { chunk, completionTokens, errorEvent, sseText, textStream, usageChunk } from "../../support/fakeUpstream.js"
 import { type Fixture, fixtures } from "./fixtures/index.js"
+import { splitAt } from "../../support/splits.js"
 
 const initialFor = (fixture: Fixture) =>
   Mapper.initial({
@@ -32,19 +33,6 @@ const eventsOf = (pieces: ReadonlyArray<Uint8Array>, init: Mapper.MapperState = 
   }).pipe(Stream.runCollect, Effect.map(Chunk.toReadonlyArray), Effect.runSync)
 
 const bytes = (text: string) => new TextEncoder().encode(text)
-
-/** Splits `data` at the given (sorted, deduplicated) offsets. */
-const splitAt = (data: Uint8Array, cuts: ReadonlyArray<number>): Array<Uint8Array> => {
-  const points = [...new Set(cuts.map((c) => c % (data.length + 1)))].sort((a, b) => a - b)
-  const out: Array<Uint8Array> = []
-  let start = 0
-  for (const p of points) {
-    out.push(data.subarray(start, p))
-    start = p
-  }
-  out.push(data.subarray(start))
-  return out
-}
 
 describe("toRunEvents: recorded upstream streams", () => {
   for (const fixture of fixtures) {
