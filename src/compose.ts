@@ -10,6 +10,7 @@ import * as Layer from "effect/Layer"
 import * as ChatRun from "./chat/ChatRun.js"
 import * as Gateway from "./chat/Gateway.js"
 import * as Limits from "./chat/Limits.js"
+import { makeReasoningMemory } from "./chat/reasoningMemory.js"
 import * as Responder from "./chat/Responder.js"
 import { type ApiKeySourceError, layer as apiKeysLayer } from "./config/apiKeys.js"
 import { EdgeConfig } from "./config/EdgeConfig.js"
@@ -34,7 +35,11 @@ export const chatLayer: Layer.Layer<ChatRun.Chat, never, EdgeConfig | RunService
   Layer.unwrapEffect(
     EdgeConfig.pipe(
       Effect.map((c) =>
-        ChatRun.layer({ toolValidationAttempts: c.runs.toolValidationAttempts, traceStreams: c.log.traceStreams })
+        ChatRun.layer({
+          toolValidationAttempts: c.runs.toolValidationAttempts,
+          traceStreams: c.log.traceStreams,
+          reasoningMemory: makeReasoningMemory(c.runs.reasoningMemory)
+        })
       )
     )
   )

@@ -15,6 +15,11 @@ export interface ChatRequest {
   readonly toolChoice: ToolChoiceMode
   readonly includeUsage: boolean
   /**
+   * The caller's key id (`KeyPolicy.id`), set by the door for a model with reasoning continuity: the reasoning it
+   * remembers and puts back is the caller's own.
+   */
+  readonly caller?: string
+  /**
    * What the dialect's translator accepted but did not forward, by request field, as comma-separated types
    * (Responses: tool types such as `web_search`, input item types such as `web_search_call`). Logged once per
    * request at debug by the Responder: not an error, but worth seeing when a client's tools do nothing.

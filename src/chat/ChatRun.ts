@@ -20,6 +20,7 @@ import { type ChatRun, makeChatRun } from "./SessionRun.js"
 import { newToolCallId } from "./toolcalls/native.js"
 import { choiceBinds } from "./toolcalls/validate.js"
 import { onCloseLogged } from "../common/onClose.js"
+import type { ReasoningMemory } from "./reasoningMemory.js"
 
 export type { ChatRun } from "./SessionRun.js"
 export { runOutcome } from "./SessionRun.js"
@@ -59,6 +60,8 @@ export interface ChatOptions {
   readonly toolValidationAttempts: number
   /** `log.traceStreams`: requests may ask for every emission to be logged. */
   readonly traceStreams: boolean
+  /** Where reasoning continuity keeps answers' reasoning (`runs.reasoningMemory`); none: continuity is off. */
+  readonly reasoningMemory?: ReasoningMemory
 }
 
 const sessionConfig = (request: ChatRequest): Session.SessionConfig => ({
@@ -77,6 +80,35 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
     const traced = (request: ChatRequest) =>
       options.traceStreams && request.submit.metadata["iop_trace_stream"] === "true"
 
+    const memory = options.reasoningMemory
+    const continued = (request: ChatRequest): ReasoningMemory | undefined =>
+      request.model.reasoning.continuity ? memory : undefined
+    // One caller's reasoning goes back into that caller's requests to the same model only.
+    const partitionOf = (request: ChatRequest) => `${request.model.id}\u0000${request.caller ?? ""}`
+
+    /** The request with the reasoning of the assistant turns it sent back without it, where remembered. */
+    const withReasoning = (request: ChatRequest): Effect.Effect<ChatRequest> => {
+      const kept = continued(request)
+      if (kept === undefined) return Effect.succeed(request)
+      return Effect.suspend(() => {
+        const { matches, messages } = kept.restore(partitionOf(request), request.submit.messages)
+        const counted = Effect.forEach(matches, (match) => metrics.reasoningContinuity(request.model.id, match), {
+          discard: true
+        })
+        return Effect.as(
+          counted,
+          messages === request.submit.messages ? request : { ...request, submit: { ...request.submit, messages } }
+        )
+      })
+    }
+
+    /** An answer's reasoning, remembered for the turn a client sends back without it. */
+    const rememberAnswer = (request: ChatRequest, session: Session.Session): void => {
+      const kept = continued(request)
+      if (kept === undefined || session._tag !== "Closed" || session.terminal._tag !== "Finish") return
+      kept.remember(partitionOf(request), session.summary)
+    }
+
     /** The most runs a request may use: replays for a strict one, or one whose `tool_choice` a reply may break. */
     const attemptsOf = (request: ChatRequest) =>
       request.policy.strict || choiceBinds(request.toolChoice) ? options.toolValidationAttempts : 1
@@ -93,8 +125,9 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
           : undefined
         const run = makeChatRun({ handle, config: sessionConfig(request), folds, ...(trace === undefined ? {} : { trace }) })
         // Registered after the run's own finalizers, so it runs first: the summary is written as the run ends.
-        yield* onCloseLogged(Effect.suspend(() =>
-          report(metrics, {
+        yield* onCloseLogged(Effect.suspend(() => {
+          rememberAnswer(request, run.session())
+          return report(metrics, {
             request,
             dispatch: handle.dispatch,
             session: run.session(),
@@ -104,12 +137,15 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
             attempt,
             attempts
           })
-        ))
+        }))
         return run
       })
 
     // A live response cannot take back what it wrote: its one run is the request.
-    const open = (request: ChatRequest) => openAttempt(request, request.submit, 1, 1)
+    const open = (request: ChatRequest) =>
+      continued(request) === undefined
+        ? openAttempt(request, request.submit, 1, 1)
+        : Effect.flatMap(withReasoning(request), (ready) => openAttempt(ready, ready.submit, 1, 1))
 
     /**
      * Every emission of a run, collected from the run's own callbacks (`poll` + `whenReady(settled)`): one wait for the
@@ -155,8 +191,9 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
         })
       )
 
-    const collect = (request: ChatRequest) =>
+    const collect = (asked: ChatRequest) =>
       Effect.gen(function* () {
+        const request = continued(asked) === undefined ? asked : yield* withReasoning(asked)
         // A reply that breaks `tool_choice` is replayed like a strict one's invalid call.
         const attempts = attemptsOf(request)
         const model = request.submit.model

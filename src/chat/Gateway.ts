@@ -86,13 +86,17 @@ export const make: Effect.Effect<Gateway.Service, never, EdgeConfig | NodeRegist
     /** The request's admission, for the caller's scope: its log level and its concurrency slots. */
     const admit = (key: KeyPolicy | undefined) => Effect.zipRight(atLogLevel, limits.acquire(key))
 
+    // Reasoning continuity keeps each caller's reasoning apart: the request says whose it is.
+    const owned = (request: ChatRequest, key: KeyPolicy | undefined): ChatRequest =>
+      key !== undefined && request.model.reasoning.continuity ? { ...request, caller: key.id } : request
+
     return {
       requestLimits: requestLimitsOf(config.runs),
       model,
-      stream: (request, render, key) => Effect.zipRight(admit(key), responder.stream(request, render)),
+      stream: (request, render, key) => Effect.zipRight(admit(key), responder.stream(owned(request, key), render)),
       items: (request, render, key) =>
-        Stream.unwrapScoped(Effect.as(admit(key), responder.items(request, render))),
-      complete: (request, render, key) => Effect.zipRight(admit(key), responder.complete(request, render))
+        Stream.unwrapScoped(Effect.as(admit(key), responder.items(owned(request, key), render))),
+      complete: (request, render, key) => Effect.zipRight(admit(key), responder.complete(owned(request, key), render))
     } satisfies Gateway.Service
   }
 )

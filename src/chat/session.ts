@@ -117,6 +117,7 @@ const close = (
 ): readonly [Closed, ReadonlyArray<Emission>] => {
   let { contentChars, contentPreview } = s
   let toolCalls = 0
+  const toolCallIds: Array<string> = []
   let normalised = false
   let terminal: Terminal | undefined
   for (const e of out) {
@@ -125,6 +126,7 @@ const close = (
       contentPreview = preview(contentPreview, e.text)
     } else if (e._tag === "ToolCalls") {
       toolCalls += e.calls.length
+      for (const call of e.calls) toolCallIds.push(call.id)
       normalised ||= e.wrapped === true
     } else if (isTerminal(e)) terminal = e
   }
@@ -137,7 +139,9 @@ const close = (
     usage,
     constraint,
     contentPreview,
-    reasoningPreview: exposed.slice(0, PREVIEW_CHARS)
+    reasoningPreview: exposed.slice(0, PREVIEW_CHARS),
+    reasoning: s.reasoning,
+    toolCallIds
   }
   // `out` always ends with its terminal emission; the fallback only satisfies the type.
   return [{ _tag: "Closed", terminal: terminal ?? { _tag: "Error", error: new RunFailed({ reason: "run failed" }) }, summary }, out]

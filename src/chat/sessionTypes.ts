@@ -50,6 +50,10 @@ export interface Summary {
   /** The first characters of content and reasoning (debug log). */
   readonly contentPreview: string
   readonly reasoningPreview: string
+  /** The whole reasoning, shown or not (reasoning continuity remembers it; nothing logs it). */
+  readonly reasoning: string
+  /** The ids of the answer's tool calls, in order. */
+  readonly toolCallIds: ReadonlyArray<string>
 }
 
 export const PREVIEW_CHARS = 1000

@@ -80,6 +80,14 @@ const ServerFields = Schema.Struct({
 export const ServerConfig = ServerFields.pipe(Schema.filter(headersWithinRequest))
 export type ServerConfig = typeof ServerConfig.Type
 
+/** `runs.reasoningMemory`: what reasoning continuity (a model's `reasoning.continuity`) may keep in memory. */
+export const ReasoningMemoryConfig = Schema.Struct({
+  /** Turns remembered at most (default 10000). */
+  maxTurns: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
+  /** Characters of reasoning remembered at most (default 16000000, about 32 MB). */
+  maxChars: Schema.optionalWith(PositiveInt, { default: () => 16_000_000 })
+})
+
 export const RunsConfig = Schema.Struct({
   idleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
   /** The longest a run waits on a whole (non-stream) upstream answer, in place of `idleTimeoutMs` (default 600000). */
@@ -88,7 +96,8 @@ export const RunsConfig = Schema.Struct({
   maxConcurrentRuns: Schema.optional(PositiveInt),
   toolValidationAttempts: Schema.optionalWith(PositiveInt, { default: () => 2 }),
   /** The largest `parameters` schema one request tool may have, as JSON bytes (default 262144); larger: 400. */
-  maxToolSchemaBytes: Schema.optional(PositiveInt)
+  maxToolSchemaBytes: Schema.optional(PositiveInt),
+  reasoningMemory: Schema.optionalWith(ReasoningMemoryConfig, { default: () => ReasoningMemoryConfig.make({}) })
 })
 export type RunsConfig = typeof RunsConfig.Type
 

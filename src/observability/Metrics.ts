@@ -35,6 +35,8 @@ export declare namespace Metrics {
     readonly nodes: (nodes: ReadonlyArray<{ readonly id: string; readonly inFlight: number; readonly maxConcurrentRuns: number }>) => Effect.Effect<void>
     readonly usage: (labels: { api: Api; model: string; outcome: Outcome }, usage: Usage) => Effect.Effect<void>
     readonly reasoningChars: (model: string, chars: number) => Effect.Effect<void>
+    /** An assistant turn sent back without its reasoning: put back (matched by a tool call or its text) or not. */
+    readonly reasoningContinuity: (model: string, match: "tool_call" | "content" | "miss") => Effect.Effect<void>
     readonly toolValidation: (model: string, result: "retry" | "failure") => Effect.Effect<void>
     /** `constraint`: how the request's last attempt was constrained at its upstream (its `Complete` said so). */
     readonly toolCalls: (labels: {
@@ -106,6 +108,12 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
     help: "Characters of reasoning produced, by model.",
     labelNames: ["model"] as const
   })
+  const continuity = Dual.counter(registry, {
+    name: "iop_reasoning_continuity_total",
+    help: "Assistant turns sent back without their reasoning, for models with reasoning continuity, by model and " +
+      "match (tool_call, content: put back; miss: none remembered).",
+    labelNames: ["model", "match"] as const
+  })
   const toolValidation = Dual.counter(registry, {
     name: "iop_tool_validation_total",
     help: "Tool-call validation retries and final failures, by model.",
@@ -153,6 +161,7 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
         if (u.cachedInputTokens !== undefined) tokens.inc({ ...labels, kind: "cached" }, u.cachedInputTokens)
       }),
     reasoningChars: (model, chars) => Effect.sync(() => (chars > 0 ? reasoningChars.inc({ model }, chars) : undefined)),
+    reasoningContinuity: (model, match) => Effect.sync(() => continuity.inc({ model, match })),
     toolValidation: (model, result) => Effect.sync(() => toolValidation.inc({ model, result })),
     toolCalls: ({ model, outcome, constraint }) => Effect.sync(() => toolCalls.inc({ model, outcome, constraint })),
     streamOpened: Effect.sync(() => activeStreams.add({}, 1)),

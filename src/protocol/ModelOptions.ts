@@ -64,7 +64,13 @@ export const ReasoningConfig = Schema.Struct({
   /** Where reasoning goes in responses: `reasoning_content`, `reasoning`, or `both`. */
   field: Schema.optionalWith(Schema.Literal("reasoning_content", "reasoning", "both"), {
     default: () => "reasoning_content" as const
-  })
+  }),
+  /**
+   * Reasoning continuity: an assistant turn sent back without the reasoning the edge produced for it gets it back
+   * (found by its tool-call ids or its text) before it goes upstream. Off by default: it costs memory
+   * (`runs.reasoningMemory`), and most templates drop earlier turns' reasoning anyway.
+   */
+  continuity: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 export type ReasoningConfig = typeof ReasoningConfig.Type
 

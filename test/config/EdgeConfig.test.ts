@@ -14,7 +14,7 @@ describe("config", () => {
   it("no file: the embedded default serves echo on 127.0.0.1:8080", () => {
     const c = defaultConfig()
     expect(c.server).toMatchObject({ host: "127.0.0.1", port: 8080, maxBodyBytes: 4194304, shutdownGraceMs: 10000 })
-    expect(c.runs).toEqual({ idleTimeoutMs: 60000, wholeAnswerTimeoutMs: 600000, toolValidationAttempts: 2 })
+    expect(c.runs).toEqual({ idleTimeoutMs: 60000, wholeAnswerTimeoutMs: 600000, toolValidationAttempts: 2, reasoningMemory: { maxTurns: 10000, maxChars: 16000000 } })
     expect(c.models.map((m) => [m.id, m.provider.type])).toEqual([["echo", "echo"]])
   })
 
@@ -23,7 +23,7 @@ describe("config", () => {
       "edge.json",
       JSON.stringify({
         server: { host: "127.0.0.1", port: 8080, apiKeys: ["sk-local-1"] },
-        runs: { idleTimeoutMs: 60000, wholeAnswerTimeoutMs: 600000, toolValidationAttempts: 2 },
+        runs: { idleTimeoutMs: 60000, wholeAnswerTimeoutMs: 600000, toolValidationAttempts: 2, reasoningMemory: { maxTurns: 10000, maxChars: 16000000 } },
         models: [
           { id: "echo", provider: { type: "echo" } },
           {
@@ -41,7 +41,7 @@ describe("config", () => {
     expect(String(key)).not.toContain("sk-local-1")
     const qwen = config.models[1]!
     expect(qwen.provider.type === "openai" && qwen.provider.model).toBe("qwen2.5:7b-instruct")
-    expect(qwen.reasoning).toEqual({ implicitOpen: false, field: "reasoning_content" })
+    expect(qwen.reasoning).toEqual({ implicitOpen: false, field: "reasoning_content", continuity: false })
   })
 
   it("bad files name the file, the JSON path and what was expected", () => {
