@@ -89,7 +89,8 @@ export const make = (
     const registry = yield* NodeRegistry
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
-    const watchdog = yield* Watchdog.make(options.idleTimeoutMs)
+    // Woken early: a run's first-token or run bound may be nearer than the idle one.
+    const watchdog = yield* Watchdog.make(options.idleTimeoutMs, { wakeEarly: true })
     const idleMs = options.idleTimeoutMs
     const idle: IdleBounds = { idleMs, wholeMs: Math.max(options.wholeAnswerTimeoutMs ?? DEFAULT_WHOLE_ANSWER_TIMEOUT_MS, idleMs) }
     const edgeBounds: RunBounds = { firstTokenMs: options.firstTokenTimeoutMs, maxRunMs: options.maxRunMs }

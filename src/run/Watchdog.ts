@@ -21,12 +21,17 @@ export interface Watchdog {
  * (arrived or read): no timer, race or fiber per run, nothing per event.
  *
  * `maxSleepMs`: the longest the fiber sleeps between rounds. A deadline that moves earlier while it sleeps (a
- * whole answer's bound giving way to the idle one) is never closer than this from when it moved. A deadline
- * that is closer when it starts to be watched (a run's first-token bound shorter than the idle one) wakes the
- * fiber early: the round that follows sleeps until it.
+ * whole answer's bound giving way to the idle one) is never closer than this from when it moved. With
+ * `wakeEarly`, a deadline that is closer when it starts to be watched (a run's first-token bound shorter than the
+ * idle one) wakes the fiber: the round that follows sleeps until it. That costs a race per round (a few Effect
+ * steps), so a watchdog whose deadlines are never closer than `maxSleepMs` (a keep-alive's) sleeps plainly.
  */
-export const make = (maxSleepMs: number): Effect.Effect<Watchdog, never, Scope.Scope> =>
+export const make = (
+  maxSleepMs: number,
+  options: { readonly wakeEarly?: boolean } = {}
+): Effect.Effect<Watchdog, never, Scope.Scope> =>
   Effect.gen(function* () {
+    const wakeEarly = options.wakeEarly === true
     const watched = new Set<Watched>()
     const anything = yield* Effect.makeLatch(false)
     /** Opened by `watch` when what it watches is due before the fiber's planned wake. */
@@ -40,7 +45,7 @@ export const make = (maxSleepMs: number): Effect.Effect<Watchdog, never, Scope.S
 
     const round = Effect.gen(function* () {
       yield* anything.await
-      yield* sooner.close
+      if (wakeEarly) yield* sooner.close
       const now = clock.unsafeCurrentTimeMillis()
       let earliest = Number.POSITIVE_INFINITY
       for (const w of watched) {
@@ -52,6 +57,7 @@ export const make = (maxSleepMs: number): Effect.Effect<Watchdog, never, Scope.S
       }
       if (watched.size === 0) return yield* anything.close
       const sleep = Math.min(earliest - now, maxSleepMs)
+      if (!wakeEarly) return yield* Effect.sleep(sleep)
       wakeAt = now + sleep
       yield* Effect.raceFirst(Effect.sleep(sleep), sooner.await)
       wakeAt = Number.NEGATIVE_INFINITY
