@@ -22,9 +22,16 @@ import { Metrics } from "./observability/Metrics.js"
 import * as NodeRegistry from "./run/NodeRegistry.js"
 import * as RunService from "./run/RunService.js"
 
-/** The run service with the config's idle timeout. */
+/** The run service with the config's run bounds. */
 export const runServiceLayer: Layer.Layer<RunService.RunService, never, EdgeConfig | NodeRegistry.NodeRegistry> =
-  Layer.unwrapEffect(EdgeConfig.pipe(Effect.map((c) => RunService.layer({ idleTimeoutMs: c.runs.idleTimeoutMs, wholeAnswerTimeoutMs: c.runs.wholeAnswerTimeoutMs }))))
+  Layer.unwrapEffect(EdgeConfig.pipe(Effect.map(({ runs }) =>
+    RunService.layer({
+      idleTimeoutMs: runs.idleTimeoutMs,
+      wholeAnswerTimeoutMs: runs.wholeAnswerTimeoutMs,
+      ...(runs.firstTokenTimeoutMs !== undefined ? { firstTokenTimeoutMs: runs.firstTokenTimeoutMs } : {}),
+      ...(runs.maxRunMs !== undefined ? { maxRunMs: runs.maxRunMs } : {})
+    })
+  )))
 
 /** The run plane: the registry of nodes (the model catalogue) and the run service over it. */
 export const runPlaneLayer: Layer.Layer<RunService.RunService | NodeRegistry.NodeRegistry, never, EdgeConfig> =

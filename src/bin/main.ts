@@ -22,6 +22,12 @@ import * as Logging from "../observability/Logging.js"
 
 const VERSION = "0.1.0"
 
+/** Where the logs go: `log.format: "auto"` is readable lines on a terminal, in colour unless `NO_COLOR` is set. */
+const stdoutOutput = (): Logging.LogOutput => {
+  const isTTY = process.stdout.isTTY === true
+  return { isTTY, colors: isTTY && (process.env["NO_COLOR"] ?? "") === "" }
+}
+
 const configOption = Options.file("config", { exists: "either" }).pipe(
   Options.withDescription("JSON config file (default: $IOP_CONFIG, else the embedded echo-only default)"),
   Options.optional
@@ -55,7 +61,7 @@ const edge = Command.make("edge", { config: configOption, host, port, logLevel }
     // The layers resolve the key sources (before listening); a source without keys is a bad config: exit 2.
     return yield* Layer.launch(layerServer(config)).pipe(
       Effect.catchTag("ApiKeySourceError", (e) => Effect.fail(new InvalidConfig({ file, detail: e.message }))),
-      Effect.provide(Logging.layer(config.log.level))
+      Effect.provide(Logging.layer(config.log, stdoutOutput()))
     )
   })
 ).pipe(Command.withDescription("Serve the OpenAI-compatible API with an embedded node for the config's models."))
@@ -72,7 +78,7 @@ const node = Command.make("node", { config: configOption, logLevel }, (flags) =>
       models: config.models,
       drainTimeoutMs: config.server.shutdownGraceMs
     }).pipe(Layer.provide(NodeHttpClient.dispatcherLayer))
-    return yield* Layer.launch(layer).pipe(Effect.provide(Logging.layer(config.log.level)))
+    return yield* Layer.launch(layer).pipe(Effect.provide(Logging.layer(config.log, stdoutOutput())))
   })
 ).pipe(Command.withDescription("Serve the config's models to edges over the message bus (`bus`, `node`)."))
 

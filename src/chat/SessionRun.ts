@@ -40,7 +40,9 @@ export interface ChatRun {
 export const runOutcome = (e: RunError): RunOutcomeError => {
   switch (e._tag) {
     case "RunIdle":
-      return new RunTimedOut({ idleMs: e.idleMs })
+      return new RunTimedOut({ bound: "idle", ms: e.idleMs })
+    case "RunDeadline":
+      return new RunTimedOut({ bound: e.bound, ms: e.ms })
     case "NodeDisconnected":
     case "StreamClosed":
     case "RunCancelled":

@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { NodeDisconnected, RunCancelled, StreamClosed, WriteStalled } from "../protocol/errors.js"
+import { NodeDisconnected, RunCancelled, StreamClosed, TimeoutBound, WriteStalled } from "../protocol/errors.js"
 
 /** Errors of a chat completion once its request was understood. Mapped to OpenAI errors in dialects/openaiError.ts. */
 
@@ -23,9 +23,20 @@ export class RunFailed extends Schema.TaggedError<RunFailed>()("RunFailed", {
   }
 }
 
-export class RunTimedOut extends Schema.TaggedError<RunTimedOut>()("RunTimedOut", { idleMs: Schema.Number }) {
+/** One of the run's time bounds passed (`bound`, of `ms`): the run plane ended it and aborted its upstream. */
+export class RunTimedOut extends Schema.TaggedError<RunTimedOut>()("RunTimedOut", {
+  bound: TimeoutBound,
+  ms: Schema.Number
+}) {
   override get message(): string {
-    return "run timed out"
+    switch (this.bound) {
+      case "idle":
+        return "run timed out"
+      case "first_token":
+        return `run timed out: no output within ${this.ms} ms`
+      case "max_run":
+        return `run timed out: the run took longer than ${this.ms} ms`
+    }
   }
 }
 

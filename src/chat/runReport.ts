@@ -85,9 +85,12 @@ export const report = (metrics: Metrics.Service, run: RunRecord): Effect.Effect<
     const outcome = outcomeOf(terminal)
     const model = request.submit.model
     const ttftMs = tokens.firstAt === undefined ? undefined : tokens.firstAt - folds.submittedAt
+    const error = terminal?._tag === "Error" ? terminal.error : undefined
+    const timeout = error?._tag === "RunTimedOut" ? error.bound : undefined
     yield* metrics.run({
       model,
       outcome,
+      timeout,
       durationMs: now - run.startedAt,
       ttftMs,
       interTokenMs: tokens.batches < 2 || tokens.firstAt === undefined
@@ -110,10 +113,9 @@ export const report = (metrics: Metrics.Service, run: RunRecord): Effect.Effect<
       outcome,
       duration_ms: now - run.startedAt,
       finish_reason: terminal?._tag === "Finish" ? terminal.finishReason : null,
-      error: terminal?._tag === "Error" ? terminal.error.message : null,
-      error_cause: terminal?._tag === "Error" && terminal.error._tag === "RunFailed"
-        ? terminal.error.cause?._tag ?? null
-        : null,
+      error: error?.message ?? null,
+      // What is behind the error: the run plane's reason for a run_error, the bound for a timeout.
+      error_cause: error?._tag === "RunFailed" ? error.cause?._tag ?? null : timeout ?? null,
       content_chars: summary?.contentChars ?? 0,
       reasoning_chars: summary?.reasoningChars ?? 0,
       tool_calls: summary?.toolCalls ?? 0,

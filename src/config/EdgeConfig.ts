@@ -92,6 +92,13 @@ export const RunsConfig = Schema.Struct({
   idleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
   /** The longest a run waits on a whole (non-stream) upstream answer, in place of `idleTimeoutMs` (default 600000). */
   wholeAnswerTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 600_000 }),
+  /**
+   * The longest a streamed run may wait for its first content, reasoning or tool-call output (default: none);
+   * a model's `runs.firstTokenTimeoutMs` replaces it.
+   */
+  firstTokenTimeoutMs: Schema.optional(PositiveInt),
+  /** The longest a run may take, from its submission to its last event (default: none); a model's `runs.maxRunMs` replaces it. */
+  maxRunMs: Schema.optional(PositiveInt),
   /** Runs the edge serves at once across all callers (default: unlimited); more get 429. */
   maxConcurrentRuns: Schema.optional(PositiveInt),
   toolValidationAttempts: Schema.optionalWith(PositiveInt, { default: () => 2 }),

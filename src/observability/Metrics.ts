@@ -6,6 +6,7 @@ import * as Dual from "./dualMetric.js"
 import type { Api } from "../protocol/Api.js"
 import type { RouteLabel } from "./routeLabel.js"
 import type { OutputConstraint, Usage } from "../protocol/RunEvent.js"
+import type { TimeoutBound } from "../protocol/errors.js"
 
 /** Outcome of a response or a run, as counted in `/metrics`. */
 // Types the service's signatures name, beside it.
@@ -30,6 +31,8 @@ export declare namespace Metrics {
       readonly ttftMs: number | undefined
       readonly interTokenMs: number | undefined
       readonly overheadMs: number
+      /** The bound that ended it, when it timed out (outcome `timeout`). */
+      readonly timeout?: TimeoutBound | undefined
     }) => Effect.Effect<void>
     readonly runStarted: Effect.Effect<void>
     readonly nodes: (nodes: ReadonlyArray<{ readonly id: string; readonly inFlight: number; readonly maxConcurrentRuns: number }>) => Effect.Effect<void>
@@ -67,6 +70,11 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
     name: "iop_runs_total",
     help: "Runs (including tool-validation retries) by model and outcome.",
     labelNames: ["model", "outcome"] as const
+  })
+  const runTimeouts = Dual.counter(registry, {
+    name: "iop_run_timeouts_total",
+    help: "Runs that timed out, by model and bound (idle, first_token, max_run).",
+    labelNames: ["model", "bound"] as const
   })
   const runDuration = Dual.histogram(registry, {
     name: "iop_run_duration_seconds",
@@ -141,6 +149,7 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
       Effect.sync(() => {
         activeRuns.add({}, -1)
         runs.inc({ model: r.model, outcome: r.outcome })
+        if (r.timeout !== undefined) runTimeouts.inc({ model: r.model, bound: r.timeout })
         runDuration.observe({ model: r.model }, r.durationMs / 1000)
         if (r.ttftMs !== undefined) ttft.observe({ model: r.model }, r.ttftMs / 1000)
         if (r.interTokenMs !== undefined) interToken.observe({ model: r.model }, r.interTokenMs / 1000)

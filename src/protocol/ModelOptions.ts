@@ -81,7 +81,23 @@ export const SentinelConfig = Schema.Struct({
 })
 export type SentinelConfig = typeof SentinelConfig.Type
 
-/** What the chat plane needs of a model, whoever serves it (a configured provider, a provider layer, a remote node). */
+const TimeBound = Schema.NullOr(Schema.Int.pipe(Schema.positive()))
+
+/**
+ * This model's own run bounds, in place of the edge's `runs.firstTokenTimeoutMs` / `runs.maxRunMs`: a number of ms,
+ * or `null` for none; absent, the edge's. Part of what a node announces: whoever serves a model knows how long its
+ * prefill and its answers take.
+ */
+export const ModelRunsConfig = Schema.Struct({
+  firstTokenTimeoutMs: Schema.optional(TimeBound),
+  maxRunMs: Schema.optional(TimeBound)
+})
+export type ModelRunsConfig = typeof ModelRunsConfig.Type
+
+/**
+ * What the planes above a node need of a model, whoever serves it (a configured provider, a provider layer, a remote
+ * node): its names, the output options the chat plane applies, and its run bounds (the run plane's).
+ */
 export const modelOptionsFields = {
   id: Schema.String.pipe(Schema.minLength(1)),
   /** Other names callers may use for this model (an agent's default model names); answered as the model. */
@@ -97,7 +113,8 @@ export const modelOptionsFields = {
   }),
   output: Schema.optionalWith(OutputConfig, { default: () => OutputConfig.make({}) }),
   reasoning: Schema.optionalWith(ReasoningConfig, { default: () => ReasoningConfig.make({}) }),
-  sentinels: Schema.optionalWith(SentinelConfig, { default: () => SentinelConfig.make({}) })
+  sentinels: Schema.optionalWith(SentinelConfig, { default: () => SentinelConfig.make({}) }),
+  runs: Schema.optional(ModelRunsConfig)
 }
 
 /** A model's id, aliases and output options, without its provider. */

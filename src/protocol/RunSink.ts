@@ -28,6 +28,12 @@ export interface RunSink {
    */
   readonly awaitWhole?: (waiting: boolean) => void
   /**
+   * The upstream produced output that has no event yet: a native tool call's name and arguments, which arrive whole
+   * with the run's `Complete`. Progress for the idle bound, and the answer's start for the first-token bound.
+   * Optional to implement and call (a producer without such output never calls it).
+   */
+  readonly progress?: () => void
+  /**
    * The producer has nothing more. The run's channel is the one terminator: it accepts nothing after the first
    * terminal event, so a producer never slices at one, and an end without a terminal is `StreamClosed`.
    */

@@ -55,6 +55,25 @@ export class RunIdle extends Schema.TaggedError<RunIdle>()("RunIdle", { idleMs: 
   }
 }
 
+/** A run's time bounds: no progress (`idle`), no first output (`first_token`), the whole run (`max_run`). */
+export const TimeoutBound = Schema.Literal("idle", "first_token", "max_run")
+export type TimeoutBound = typeof TimeoutBound.Type
+
+/** The bounds on a run's time beside its idle one: until its first output, and the whole run. */
+export const RunBound = Schema.Literal("first_token", "max_run")
+export type RunBound = typeof RunBound.Type
+
+/**
+ * A bound on the run's time passed: no first content, reasoning or tool-call output within
+ * `runs.firstTokenTimeoutMs` (`first_token`), or the run went on for `runs.maxRunMs` (`max_run`); `ms` is the bound
+ * (the model's own when it sets one). The run watchdog ended it.
+ */
+export class RunDeadline extends Schema.TaggedError<RunDeadline>()("RunDeadline", { bound: RunBound, ms: Schema.Number }) {
+  override get message(): string {
+    return this.bound === "first_token" ? `no first token within ${this.ms} ms` : `the run took longer than ${this.ms} ms`
+  }
+}
+
 /**
  * The caller's socket took nothing for `runs.idleTimeoutMs` while the edge had output for it (a client that stopped
  * reading without closing): the run ended like an idle one, its upstream aborted and its slot released.
@@ -73,7 +92,7 @@ export class RunCancelled extends Schema.TaggedError<RunCancelled>()("RunCancell
 }
 
 /** How a run's events end other than by its own terminal event. */
-export type RunError = NodeDisconnected | StreamClosed | RunIdle | WriteStalled | RunCancelled
+export type RunError = NodeDisconnected | StreamClosed | RunIdle | RunDeadline | WriteStalled | RunCancelled
 
 /** The run's request is larger than the transport carries (the NATS server's `max_payload`): no node can take it. */
 export class RunRequestTooLarge extends Schema.TaggedError<RunRequestTooLarge>()("RunRequestTooLarge", {

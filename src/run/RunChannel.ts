@@ -48,6 +48,11 @@ export class RunChannel implements RunSink {
   accepted = false
   /** Since when the producer waits on a whole answer (`awaitWhole`), until its first batch; else undefined. */
   wholeSince: number | undefined = undefined
+  /**
+   * The answer began: a content or reasoning event arrived, or the producer reported output that has no event yet
+   * (`progress`: a native tool call). A role-only chunk, a keep-alive, usage or `accept` is none of these.
+   */
+  answering = false
   private buffer: Array<RunEvent> = []
   private state: "open" | "done" | "failed" = "open"
   private failure: RunError | undefined = undefined
@@ -86,6 +91,7 @@ export class RunChannel implements RunSink {
       }
     }
     if (text) {
+      this.answering = true
       const at = performance.now()
       this.tokens.firstAt ??= at
       this.tokens.lastAt = at
@@ -106,6 +112,12 @@ export class RunChannel implements RunSink {
     // Leaving the wait is progress: the idle bound starts from here, not from the request's start.
     this.lastProgressAt = this.now()
     this.wholeSince = waiting && this.buffer.length === 0 ? this.lastProgressAt : undefined
+  }
+
+  readonly progress = (): void => {
+    if (this.state !== "open") return
+    this.lastProgressAt = this.now()
+    this.answering = true
   }
 
   /** The producer has nothing more: after the run's terminal event that changes nothing; before it, the stream closed. */

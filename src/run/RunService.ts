@@ -8,15 +8,8 @@ import * as Scope from "effect/Scope"
 import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import { randomBytes } from "node:crypto"
-import {
-  NodeDisconnected,
-  type NodeUnavailable,
-  RunCancelled,
-  type RunError,
-  RunIdle,
-  type SubmitError,
-  WriteStalled
-} from "../protocol/errors.js"
+import { NodeDisconnected, type NodeUnavailable, RunCancelled, type RunError, type SubmitError } from "../protocol/errors.js"
+import { boundsFor, deadlinesOf, dueAt, expiry, type IdleBounds, type RunBounds } from "./deadlines.js"
 import { type NodeLease, NodeRegistry } from "./NodeRegistry.js"
 import { RunChannel } from "./RunChannel.js"
 import { handleOf, type RunHandle } from "./RunHandle.js"
@@ -54,6 +47,17 @@ export interface RunServiceOptions {
    * in place of the idle bound, which cannot see progress there. After it the run ends with `RunIdle`.
    */
   readonly wholeAnswerTimeoutMs?: number
+  /**
+   * `runs.firstTokenTimeoutMs` (default: none): the longest a streamed run may go without its first content,
+   * reasoning or tool-call output, from its submission (a long prefill); then it ends with `RunDeadline`. A model's
+   * own `runs.firstTokenTimeoutMs` (its node announces it) replaces it.
+   */
+  readonly firstTokenTimeoutMs?: number
+  /**
+   * `runs.maxRunMs` (default: none): the longest a run may take from its submission to its terminal event; then it
+   * ends with `RunDeadline`. A model's own `runs.maxRunMs` replaces it.
+   */
+  readonly maxRunMs?: number
   /** Names each run (default: `newRunId`, unique across edges); a test kit names them in order. */
   readonly runIds?: () => RunId
 }
@@ -85,9 +89,11 @@ export const make = (
     const registry = yield* NodeRegistry
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
-    const watchdog = yield* Watchdog.make(options.idleTimeoutMs)
+    // Woken early: a run's first-token or run bound may be nearer than the idle one.
+    const watchdog = yield* Watchdog.make(options.idleTimeoutMs, { wakeEarly: true })
     const idleMs = options.idleTimeoutMs
-    const wholeMs = Math.max(options.wholeAnswerTimeoutMs ?? DEFAULT_WHOLE_ANSWER_TIMEOUT_MS, idleMs)
+    const idle: IdleBounds = { idleMs, wholeMs: Math.max(options.wholeAnswerTimeoutMs ?? DEFAULT_WHOLE_ANSWER_TIMEOUT_MS, idleMs) }
+    const edgeBounds: RunBounds = { firstTokenMs: options.firstTokenTimeoutMs, maxRunMs: options.maxRunMs }
     const nextRunId = options.runIds ?? newRunId
     const active = new Set<Active>()
 
@@ -131,7 +137,8 @@ export const make = (
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
     /**
-     * The one way to end a run early (idle, write stall, node loss, a lost subscription, shutdown): its channel
+     * The one way to end a run early (idle, write stall, first-token and run bounds, node loss, a lost
+     * subscription, shutdown): its channel
      * fails with `error` (unless its terminal came first), its reader is told, and its scope closes — upstream
      * aborted, slot and watchers released — without waiting for the reader.
      */
@@ -142,17 +149,10 @@ export const make = (
       if (entry.scope !== undefined) entry.closing = runFork(Scope.close(entry.scope, Exit.void))
     }
 
-    /** The idle watchdog found no progress: whose fault is it, the upstream's or the reader's? */
-    const idleError = (channel: RunChannel): RunError =>
-      channel.wholeSince !== undefined
-        ? new RunIdle({ idleMs: wholeMs })
-        : channel.readerWaiting && !channel.ended
-        ? new RunIdle({ idleMs })
-        : new WriteStalled({ idleMs })
-
     // A plain function, not `Effect.fn` with a span: nothing exports spans from the edge, and the span (and
     // `annotateCurrentSpan`, which fails and builds an error when there is none) cost per run for nobody.
     const submit = (request: SubmitRunRequest) => Effect.gen(function* () {
+      const startedAt = now()
       const runScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
       const runId = nextRunId()
       // The channel's `fail` (what a transport calls) is `terminate`, as for every other early end.
@@ -165,12 +165,17 @@ export const make = (
       const nodeId = lease.node.id
       lease.onGone(() => terminate(entry, new NodeDisconnected({ nodeId })))
       active.add(entry)
+      // The bounds of the node that runs it: it announced the model's own, if any.
+      const own = deadlinesOf(
+        startedAt,
+        boundsFor(edgeBounds, lease.node.models.find((m) => m.id === request.model)?.runs),
+        request.wholeAnswer === true
+      )
       const unwatch = watchdog.watch({
         get dueAt() {
-          const whole = channel.wholeSince
-          return whole === undefined ? channel.lastProgressAt + idleMs : whole + wholeMs
+          return dueAt(channel, idle, own)
         },
-        onIdle: () => terminate(entry, idleError(channel))
+        onIdle: () => terminate(entry, expiry(channel, idle, own))
       })
       yield* Scope.addFinalizer(runScope, Effect.sync(() => {
         active.delete(entry)

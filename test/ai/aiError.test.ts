@@ -16,7 +16,7 @@ const cases: ReadonlyArray<readonly [EdgeError, "MalformedInput" | "MalformedOut
   [new RunErrors.NodeUnavailable({ nodeId: node, reason: "draining" }), "UnknownError"],
   [new EdgeErrors.RateLimited({ scope: "edge", limit: 4 }), "UnknownError"],
   [new ChatErrors.RunFailed({ reason: "upstream exploded" }), "UnknownError"],
-  [new ChatErrors.RunTimedOut({ idleMs: 30_000 }), "UnknownError"],
+  [new ChatErrors.RunTimedOut({ bound: "idle", ms: 30_000 }), "UnknownError"],
   [new ChatErrors.ToolValidationRetryFailed({ reason: "no node" }), "UnknownError"],
   [new ChatErrors.UpstreamRejected({ status: 400, code: null, message: "bad field", retryAfter: null }), "MalformedInput"],
   [new ChatErrors.UpstreamRejected({ status: 429, code: null, message: "slow down", retryAfter: 3 }), "UnknownError"],
@@ -37,7 +37,7 @@ describe("the edge's failures as AiError", () => {
   })
 
   it("the message is the edge's own: the HTTP answer's for an upstream's status", () => {
-    const mapped = fromEdgeError("streamText", new ChatErrors.RunTimedOut({ idleMs: 1 }))
+    const mapped = fromEdgeError("streamText", new ChatErrors.RunTimedOut({ bound: "idle", ms: 1 }))
     expect(mapped.description).toBe("RunTimedOut: run timed out")
     const other = fromEdgeError("streamText", new ChatErrors.UpstreamRejected({ status: 404, code: null, message: "gone", retryAfter: null }))
     expect(other.description).toBe("UpstreamRejected: upstream answered HTTP 404: gone")

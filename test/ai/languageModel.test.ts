@@ -220,7 +220,7 @@ describe("iop-edge/ai: LanguageModel served by the edge", () => {
       yield* TestClock.adjust("1 second")
       const error = yield* Fiber.join(outcome)
       expect(error).toBeInstanceOf(AiError.UnknownError)
-      expect(error).toMatchObject({ description: "RunTimedOut: run timed out", cause: { _tag: "RunTimedOut", idleMs: 30_000 } })
+      expect(error).toMatchObject({ description: "RunTimedOut: run timed out", cause: { _tag: "RunTimedOut", bound: "idle", ms: 30_000 } })
       yield* run.cancelled
     }).pipe(Effect.provide(scripted("mine", { runs: { idleTimeoutMs: 30_000 } }))))
 

@@ -35,7 +35,7 @@ describe("RunFailed keeps its cause", () => {
       expect(failed.message).toBe(error.message)
       expect(sseError(failed)).toEqual({ error: { type: "run_error", message: error.message } })
     }
-    expect(ChatRun.runOutcome(new RunIdle({ idleMs: 5 }))).toEqual(new RunTimedOut({ idleMs: 5 }))
+    expect(ChatRun.runOutcome(new RunIdle({ idleMs: 5 }))).toEqual(new RunTimedOut({ bound: "idle", ms: 5 }))
     expect(new RunFailed({ reason: "upstream error: x" }).cause).toBeUndefined()
   })
 

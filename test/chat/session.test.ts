@@ -23,7 +23,7 @@ const arbitraryInput: fc.Arbitrary<Session.SessionInput> = fc.oneof(
   fc.constant(done()),
   fc.string().map(RunEvent.failed),
   fc.string().map(RunEvent.cancelled),
-  fc.constant(Session.outcome(new RunTimedOut({ idleMs: 1 }))),
+  fc.constant(Session.outcome(new RunTimedOut({ bound: "idle", ms: 1 }))),
   fc.constant(Session.outcome(new RunFailed({ reason: "node disconnected" })))
 )
 

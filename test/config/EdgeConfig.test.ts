@@ -93,6 +93,27 @@ describe("config", () => {
     expect(duplicate.length).toBeLessThanOrEqual(300)
   })
 
+  it("run bounds: none by default; the edge's in `runs`, a model's own in `models[].runs` (null: none)", () => {
+    const result = parseConfigText("edge.json", JSON.stringify({
+      runs: { firstTokenTimeoutMs: 30000, maxRunMs: 600000 },
+      models: [
+        { id: "a", provider: { type: "echo" } },
+        { id: "b", provider: { type: "echo" }, runs: { firstTokenTimeoutMs: 120000, maxRunMs: null } }
+      ]
+    }))
+    const c = Either.getOrThrow(result)
+    expect([c.runs.firstTokenTimeoutMs, c.runs.maxRunMs]).toEqual([30000, 600000])
+    expect(c.models.map((m) => m.runs)).toEqual([undefined, { firstTokenTimeoutMs: 120000, maxRunMs: null }])
+    expect(defaultConfig().models[0]?.runs).toBeUndefined()
+    expect(errorOf(JSON.stringify({ runs: { firstTokenTimeoutMs: 0 } }))).toMatch(/^edge\.json: \$\.runs\.firstTokenTimeoutMs: /)
+    expect(errorOf(JSON.stringify({ models: [{ id: "a", provider: { type: "echo" }, runs: { maxRunMs: 1.5 } }] }))).toMatch(
+      /^edge\.json: \$\.models\[0\]\.runs\.maxRunMs: /
+    )
+    expect(errorOf(JSON.stringify({ models: [{ id: "a", provider: { type: "echo" }, runs: { idleTimeoutMs: 5 } }] }))).toBe(
+      "edge.json: $.models[0].runs.idleTimeoutMs: unknown key (not allowed here)"
+    )
+  })
+
   it("flags override the file", () => {
     const c = applyOverrides(defaultConfig(), { host: "0.0.0.0", port: 9000, logLevel: "debug" })
     expect(c.server.host).toBe("0.0.0.0")

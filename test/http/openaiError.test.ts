@@ -17,7 +17,7 @@ describe("OpenAI error mapping", () => {
     [new RunFailed({ reason: "boom" }), 502, "run_error", null],
     [new ToolValidationFailed({ reason: "bad" }), 502, "tool_validation_error", null],
     [new ToolValidationRetryFailed({ reason: "no node" }), 502, "tool_validation_retry_error", null],
-    [new RunTimedOut({ idleMs: 1 }), 504, "timeout", null]
+    [new RunTimedOut({ bound: "idle", ms: 1 }), 504, "timeout", null]
   ] as const)("%s → %i %s", (error, status, type, code) => {
     const r = toHttpError(error)
     expect(r.status).toBe(status)
@@ -43,7 +43,7 @@ describe("OpenAI error mapping", () => {
   })
 
   it("mid-stream errors: a timeout is a run_error `run timed out`", () => {
-    expect(toSseError(new RunTimedOut({ idleMs: 1 }))).toEqual({ error: { type: "run_error", message: "run timed out" } })
+    expect(toSseError(new RunTimedOut({ bound: "idle", ms: 1 }))).toEqual({ error: { type: "run_error", message: "run timed out" } })
     expect(toSseError(new RunFailed({ reason: "node disconnected" }))).toEqual({
       error: { type: "run_error", message: "node disconnected" }
     })

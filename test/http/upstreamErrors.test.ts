@@ -87,7 +87,7 @@ describe("upstream errors keep their meaning (toHttpError)", () => {
 describe("final errors say so (x-should-retry: false)", () => {
   it("errors the edge already retried or waited out: tool_validation_error, timeout", () => {
     expect(toHttpError(new ToolValidationFailed({ reason: "bad" })).headers).toEqual(FINAL)
-    expect(toHttpError(new RunTimedOut({ idleMs: 1 })).headers).toEqual(FINAL)
+    expect(toHttpError(new RunTimedOut({ bound: "idle", ms: 1 })).headers).toEqual(FINAL)
   })
 
   it("others are left to the client's own retry policy", () => {

@@ -42,6 +42,8 @@ export const makePublisher = (
   let accepted = false
   /** What `awaitWhole` said last, until a message tells the edge. */
   let whole: boolean | undefined
+  /** `progress()` was called and no message has told the edge yet. */
+  let progressed = false
   /** A message went: the edge knows the run was accepted (its first events imply it). */
   let told = false
   /** Batches emitted (this tick, or while out of credit), not published yet (the first as emitted, more joined). */
@@ -53,13 +55,14 @@ export const makePublisher = (
 
   const encode = (events: ReadonlyArray<RunEvent.RunEvent>, end: boolean): Uint8Array =>
     encodeRunEvents(
-      accepted || whole !== undefined || end
+      accepted || whole !== undefined || progressed || end
         ? {
           v: P.PROTOCOL_VERSION,
           runId: start.runId,
           seq,
           ...(accepted ? { accepted } : {}),
           ...(whole !== undefined ? { whole } : {}),
+          ...(progressed ? { progress: true } : {}),
           ...(end ? { end } : {}),
           events
         }
@@ -73,6 +76,7 @@ export const makePublisher = (
     sent += data.length
     accepted = false
     whole = undefined
+    progressed = false
     told = true
     return undefined
   }
@@ -115,7 +119,9 @@ export const makePublisher = (
 
   /** Publishes what waits, if the credit allows. */
   const flush = () => {
-    if (ended || (pending === undefined && !accepted && whole === undefined) || !C.mayPublish(sent, granted)) return
+    if (ended || (pending === undefined && !accepted && whole === undefined && !progressed) || !C.mayPublish(sent, granted)) {
+      return
+    }
     const error = publish(take(), false)
     if (error !== undefined) finish(error)
   }
@@ -164,6 +170,11 @@ export const makePublisher = (
     awaitWhole: (waiting) => {
       if (ended) return
       whole = waiting
+      schedule()
+    },
+    progress: () => {
+      if (ended || progressed) return
+      progressed = true
       schedule()
     },
     end: () => close(),

@@ -102,6 +102,10 @@ export const decodeRunEvents = (bytes: Uint8Array): Decoded<RunEventsMsg> => {
   }
   const whole = json["whole"]
   if (whole !== undefined && typeof whole !== "boolean") return { _tag: "Invalid", message: "whole: expected a boolean" }
+  const progress = json["progress"]
+  if (progress !== undefined && typeof progress !== "boolean") {
+    return { _tag: "Invalid", message: "progress: expected a boolean" }
+  }
   const end = json["end"]
   if (end !== undefined && typeof end !== "boolean") return { _tag: "Invalid", message: "end: expected a boolean" }
   const events = json["events"]
@@ -116,13 +120,16 @@ export const decodeRunEvents = (bytes: Uint8Array): Decoded<RunEventsMsg> => {
     }
   }
   const value: RunEventsMsg = { v: PROTOCOL_VERSION, runId: RunId.make(runId), seq, events: checked }
-  if (accepted === undefined && whole === undefined && end === undefined) return { _tag: "Ok", value }
+  if (accepted === undefined && whole === undefined && progress === undefined && end === undefined) {
+    return { _tag: "Ok", value }
+  }
   return {
     _tag: "Ok",
     value: {
       ...value,
       ...(accepted !== undefined ? { accepted } : {}),
       ...(whole !== undefined ? { whole } : {}),
+      ...(progress !== undefined ? { progress } : {}),
       ...(end !== undefined ? { end } : {})
     }
   }

@@ -17,6 +17,8 @@ import { SubjectToken } from "./BusConfig.js"
  * 3: credit-based flow control (RunStart's `window`, RunCredit); run-events messages say `accepted` and `end`.
  * 4: the request's `wholeAnswer`; run-events messages say `whole` (the node's provider waits on a whole answer):
  *    an edge of 3 would end such a run at its idle timeout, so the version tells them apart.
+ *    Later, within 4: run-events messages may say `progress` (optional: a node that does not send it only leaves
+ *    its native tool calls unseen by the edge's idle and first-token bounds, as before).
  */
 export const PROTOCOL_VERSION = 4
 
@@ -73,7 +75,8 @@ export type RunReply = typeof RunReply.Type
  * the node's provider accepted the run (its upstream answered), before these events if any. `end`: the node
  * publishes nothing more for the run (its provider ended, failed or sent a terminal event, or it was stopped).
  * `whole`: the node's provider waits on a whole answer, or no longer does (`RunSink.awaitWhole`), before these
- * events if any.
+ * events if any. `progress`: its upstream produced output that has no event yet (`RunSink.progress`: a native tool
+ * call), before these events if any.
  * Read and written by the hot-path codec in eventsWire.ts, held to this schema by a property test.
  */
 export const RunEventsMsg = Schema.Struct({
@@ -82,6 +85,7 @@ export const RunEventsMsg = Schema.Struct({
   seq: Count,
   accepted: Schema.optional(Schema.Boolean),
   whole: Schema.optional(Schema.Boolean),
+  progress: Schema.optional(Schema.Boolean),
   end: Schema.optional(Schema.Boolean),
   events: Schema.Array(RunEvent)
 })

@@ -269,6 +269,7 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     let joined: Array<RunEvent.RunEvent> | undefined
     let terminal: RunEvent.RunEvent | undefined
     let mapper = s.mapper
+    const calls = mapper.calls
     for (const input of inputs) {
       const [next, fed] = Mapper.feed(mapper, input)
       mapper = next
@@ -286,7 +287,12 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     }
     s.mapper = mapper
     if (terminal === undefined && !over) {
-      if (events !== undefined && !this.sink.emit(events)) this.pause()
+      if (events !== undefined) {
+        if (!this.sink.emit(events)) this.pause()
+      } else if (mapper.calls !== calls) {
+        // A native tool call streams as no event until the end (its `Complete`): the run is still told it progresses.
+        this.sink.progress?.()
+      }
       return
     }
     // A clean end read before the body's own end drains; any other terminal aborts what is left at once.

@@ -157,6 +157,7 @@ export const remoteStart = (bus: NatsConnection.Service, remote: RemoteNode) => 
         seq = next.state
         if (m.whole !== undefined) sink.awaitWhole?.(m.whole)
         if (m.accepted === true) sink.accept()
+        if (m.progress === true) sink.progress?.()
         const events = m.events
         // Noted, never acted on: the run's channel stops at its terminal event.
         if (!nodeDone && (m.end === true || events.some(RunEvent.isTerminal))) nodeDone = true

@@ -114,7 +114,7 @@ describe("typed chunks and the SSE text: one rendering", () => {
   )
   const terminal: fc.Arbitrary<Emission> = fc.oneof(
     fc.record({ _tag: fc.constant("Finish" as const), finishReason: fc.constantFrom("stop", "length", "tool_calls"), usage }),
-    fc.constantFrom(new RunFailed({ reason: "node disconnected" }), new RunTimedOut({ idleMs: 5 }), new ToolValidationFailed({ reason: "x" }))
+    fc.constantFrom(new RunFailed({ reason: "node disconnected" }), new RunTimedOut({ bound: "idle", ms: 5 }), new ToolValidationFailed({ reason: "x" }))
       .map((error): Emission => ({ _tag: "Error", error }))
   )
   const context = fc.record({

@@ -45,7 +45,7 @@ describe("Anthropic error mapping: every EdgeError", () => {
     [new ToolValidationFailed({ reason: "bad" }), 502, "api_error", FINAL],
     [new ToolValidationRetryFailed({ reason: "no node" }), 502, "api_error", undefined],
     [new ShuttingDown(), 503, "overloaded_error", SOON],
-    [new RunTimedOut({ idleMs: 1 }), 504, "timeout_error", FINAL],
+    [new RunTimedOut({ bound: "idle", ms: 1 }), 504, "timeout_error", FINAL],
     [new NoNodeForModel({ model: "m" }), 529, "overloaded_error", SOON],
     [new NodesAtCapacity({ model: "m" }), 529, "overloaded_error", SOON],
     [new NodeUnavailable({ nodeId: NodeId.make("n1"), reason: "draining" }), 529, "overloaded_error", SOON],
@@ -88,7 +88,7 @@ describe("Anthropic error mapping: every EdgeError", () => {
   })
 
   it("stream error events use the types Anthropic sends in streams: a timeout is an api_error", () => {
-    expect(streamError(new RunTimedOut({ idleMs: 1 }))).toEqual({ type: "api_error", message: "run timed out" })
+    expect(streamError(new RunTimedOut({ bound: "idle", ms: 1 }))).toEqual({ type: "api_error", message: "run timed out" })
     expect(streamError(new RunFailed({ reason: "x" }))).toEqual({ type: "api_error", message: "x" })
     expect(streamError(rejected(429))).toEqual({ type: "rate_limit_error", message: "upstream says no" })
     expect(streamError(new ToolValidationFailed({ reason: "r" })).message).toBe("the model's tool calls failed validation: r")

@@ -37,7 +37,7 @@ const call: fc.Arbitrary<ToolCall> = fc.record({
 
 const outcome = fc.constantFrom(
   new RunFailed({ reason: "node disconnected" }),
-  new RunTimedOut({ idleMs: 1000 }),
+  new RunTimedOut({ bound: "idle", ms: 1000 }),
   new ToolValidationFailed({ reason: "get_weather: city must be a string" }),
   new UpstreamRejected({ status: 400, code: "context_length_exceeded", message: "too long", retryAfter: null }),
   new UpstreamRejected({ status: 429, code: null, message: "slow down", retryAfter: 2 })
@@ -290,7 +290,7 @@ describe("Messages non-stream body", () => {
   })
 
   it("a terminal error is the answer's error", () => {
-    const error = new RunTimedOut({ idleMs: 5 })
+    const error = new RunTimedOut({ bound: "idle", ms: 5 })
     expect(message(ctx, [{ _tag: "Content", text: "x" }, { _tag: "Error", error }])).toEqual({ _tag: "Error", error })
   })
 })

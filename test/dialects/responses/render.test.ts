@@ -79,7 +79,7 @@ const usage = fc.option(
 )
 const runError: fc.Arbitrary<RunOutcomeError> = fc.oneof(
   fc.constant(new RunFailed({ reason: "node disconnected" })),
-  fc.constant(new RunTimedOut({ idleMs: 5 })),
+  fc.constant(new RunTimedOut({ bound: "idle", ms: 5 })),
   fc.constant(new ToolValidationFailed({ reason: "bad args" })),
   fc.constant(new ToolValidationRetryFailed({ reason: "no node" })),
   fc.constantFrom(400, 413, 429, 401, 404).map((status) =>
@@ -341,7 +341,7 @@ describe("Responses event renderer (examples)", () => {
   it("failed codes: OpenAI's where one fits, the edge's own for tool validation", () => {
     const rejected = (status: number, code: string | null) => new UpstreamRejected({ status, code, message: "m", retryAfter: null })
     expect(failedError(new RunFailed({ reason: "node gone" }))).toEqual({ code: "server_error", message: "node gone" })
-    expect(failedError(new RunTimedOut({ idleMs: 1 }))).toEqual({ code: "server_error", message: "run timed out" })
+    expect(failedError(new RunTimedOut({ bound: "idle", ms: 1 }))).toEqual({ code: "server_error", message: "run timed out" })
     expect(failedError(new ToolValidationFailed({ reason: "r" }))).toEqual({ code: "tool_validation_error", message: "r" })
     expect(failedError(new ToolValidationRetryFailed({ reason: "r" })).code).toBe("tool_validation_retry_error")
     expect(failedError(rejected(429, null)).code).toBe("rate_limit_exceeded")

@@ -138,6 +138,23 @@ describe("OpenAiProvider", () => {
       ])
     }).pipe(Effect.provide(upstreamDispatcher)))
 
+  it.scopedLive("a native tool call streaming (no event before its Complete) tells the sink it progresses, a role chunk does not", () =>
+    Effect.gen(function*() {
+      const role = yield* fakeUpstream({ kind: "stall", before: [sseText([chunk({ role: "assistant", content: null })], false)] })
+      const roleSink = yield* makeTestSink()
+      yield* (yield* providerFor(role)).start(request, roleSink)
+      expect(yield* waitFor(() => roleSink.accepts.length > 0, 2000)).toBe(true)
+      const calling = yield* fakeUpstream({
+        kind: "stall",
+        before: [sseText([chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "f", arguments: "{" } }] })], false)]
+      })
+      const sink = yield* makeTestSink()
+      yield* (yield* providerFor(calling)).start(request, sink)
+      expect(yield* waitFor(() => sink.progressed.length > 0, 2000)).toBe(true)
+      expect([sink.progressed, sink.batches]).toEqual([[0], []])
+      expect([roleSink.progressed, roleSink.batches]).toEqual([[], []])
+    }).pipe(Effect.provide(upstreamDispatcher)))
+
   it.scopedLive("HTTP 500 with an OpenAI error body → one Failed with the status and the upstream's message", () =>
     Effect.gen(function*() {
       const { events } = yield* runAgainst({

@@ -16,6 +16,8 @@ export interface TestSink extends RunSink {
   readonly failures: Array<RunError>
   /** Each `accept` call, as the number of batches emitted before it. */
   readonly accepts: Array<number>
+  /** `progress` calls (output with no event yet: a native tool call), each as the number of batches before it. */
+  readonly progressed: Array<number>
   /** Batches emitted after `end` (a provider should emit none). */
   readonly afterEnd: Array<ReadonlyArray<RunEvent.RunEvent>>
   /** Completes at the first `end` or `fail`. */
@@ -35,6 +37,7 @@ export const makeTestSink = (options: {
     const resumes: Array<() => void> = []
     const failures: Array<RunError> = []
     const accepts: Array<number> = []
+    const progressed: Array<number> = []
     let open = true
     const close = () => {
       open = false
@@ -46,6 +49,7 @@ export const makeTestSink = (options: {
       failures,
       afterEnd,
       accepts,
+      progressed,
       ended,
       events: () => batches.flat(),
       emit: (events) => {
@@ -61,6 +65,9 @@ export const makeTestSink = (options: {
       },
       accept: () => {
         accepts.push(batches.length)
+      },
+      progress: () => {
+        progressed.push(batches.length)
       },
       end: close,
       fail: (error) => {

@@ -233,6 +233,28 @@ describe("NATS transport: flow control and the run's life", () => {
       expect(wire[2]).toMatchObject({ seq: 0, accepted: true, batch: [RunEvent.delta("hi")] })
     }))
 
+  it.scopedLive("progress() on the node (a native tool call streaming, no event yet) reaches the edge's sink before what follows", () =>
+    Effect.gen(function* () {
+      const go = signal()
+      const calling: Provider = {
+        start: (_request, sink) =>
+          Effect.gen(function* () {
+            sink.accept()
+            sink.progress?.()
+            yield* go.wait
+            sink.emit([done])
+            sink.end()
+          }).pipe(Effect.forkScoped)
+      }
+      const { edge } = yield* setUp({ calling })
+      const run = yield* startRun(edge, request("go", "calling"))
+      yield* waitFor(Effect.sync(() => run.sink.calls.length), (n) => n >= 2)
+      expect(run.sink.calls).toEqual(["accept", "progress"])
+      go.fire()
+      expect(yield* run.sink.done).toBe("end")
+      expect(run.sink.calls).toEqual(["accept", "progress", "emit", "end"])
+    }))
+
   it.scopedLive("a lost event subscription fails the run with NodeDisconnected (logged with its cause) and cancels it on the node", () =>
     Effect.gen(function* () {
       const bus = busConfig(server.url())

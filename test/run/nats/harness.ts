@@ -79,7 +79,7 @@ export class Recorder implements RunSink {
   private ended = false
 
   /** The sink's calls, in order (one `emit` per batch). */
-  readonly calls: Array<"accept" | "emit" | "end" | "fail"> = []
+  readonly calls: Array<"accept" | "emit" | "progress" | "end" | "fail"> = []
   private readonly acceptedNow = Deferred.unsafeMake<void>(FiberId.none)
 
   readonly emit = (events: ReadonlyArray<RunEvent.RunEvent>): boolean => {
@@ -97,6 +97,9 @@ export class Recorder implements RunSink {
   }
   /** Waits until `accept` was called. */
   readonly acceptedYet: Effect.Effect<void> = Effect.suspend(() => Deferred.await(this.acceptedNow))
+  readonly progress = (): void => {
+    this.calls.push("progress")
+  }
   readonly end = (): void => {
     this.calls.push("end")
     this.finish("end")

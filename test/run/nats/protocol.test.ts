@@ -67,7 +67,8 @@ describe("protocol", () => {
       { v: P.PROTOCOL_VERSION, runId, seq: 2, events: [] },
       { v: P.PROTOCOL_VERSION, runId, seq: 3, accepted: true, events: events.slice(0, 1) },
       { v: P.PROTOCOL_VERSION, runId, seq: 4, end: true, events: events.slice(0, 1) },
-      { v: P.PROTOCOL_VERSION, runId, seq: 5, accepted: false, end: false, events: [] }
+      { v: P.PROTOCOL_VERSION, runId, seq: 5, accepted: false, end: false, events: [] },
+      { v: P.PROTOCOL_VERSION, runId, seq: 6, progress: true, events: [] }
     ]
     for (const msg of messages) expect(decodeRunEvents(encodeRunEvents(msg))).toEqual({ _tag: "Ok", value: msg })
     const credit: P.RunCredit = { v: P.PROTOCOL_VERSION, runId, granted: 3 * 256 * 1024 }
@@ -115,6 +116,7 @@ describe("protocol", () => {
       (m) => ({ ...m, accepted: 1 }),
       (m) => ({ ...m, end: null }),
       (m) => ({ ...m, end: "true" }),
+      (m) => ({ ...m, progress: 1 }),
       (m) => ({ ...m, events: [{ _tag: "Delta", text: "x", logprobs: [{ token: "x", logprob: "low" }] }] }),
       (m) => ({ ...m, events: [{ _tag: "Delta", text: "x", logprobs: [{ token: "x", logprob: 0, topLogprobs: [{}] }] }] })
     ]

@@ -77,6 +77,21 @@ describe("RunPublisher", () => {
     expect(resumed).toBe(1)
   })
 
+  it("progress (a native tool call streaming) tells the edge once per tick, in a message of its own or with the events", async () => {
+    const { publisher, sent } = setUp(10_000)
+    publisher.progress?.()
+    publisher.progress?.()
+    await tick()
+    publisher.progress?.()
+    publisher.emit([RunEvent.delta("a")])
+    await tick()
+    await tick()
+    expect(sent.map((m) => [m.progress, m.events.length])).toEqual([[true, 0], [true, 1]])
+    publisher.emit([RunEvent.delta("b")])
+    await tick()
+    expect(sent[2]?.progress).toBeUndefined()
+  })
+
   it("a terminal goes at once, credit or not, with what waits and `end`; the batch is whole; nothing after it", async () => {
     const { publisher, sent, finished } = setUp(1)
     publisher.emit([RunEvent.delta("x")])
