@@ -330,11 +330,13 @@ export const eventRenderer = (ctx: ResponseContext): ResponsesStreamRenderer => 
 }
 
 /** The non-stream `response` of a finished session (the object `response.completed` carries), or its error. */
-export const responseBody = (ctx: ResponseContext, emissions: ReadonlyArray<Emission>): Rendered => {
+export const responseBody = (ctx: ResponseContext, emissions: ReadonlyArray<Emission>): Rendered<ResponseObject> => {
   const fold = new Fold(ctx, false)
   for (const e of emissions) fold.step(e)
   const terminal = fold.terminal
   if (terminal === undefined) return { _tag: "Error", error: new RunFailed({ reason: "run ended without an outcome" }) }
   if (terminal._tag === "Error") return { _tag: "Error", error: terminal.error }
-  return { _tag: "Body", body: fold.response }
+  return fold.response === undefined
+    ? { _tag: "Error", error: new RunFailed({ reason: "run ended without an outcome" }) }
+    : { _tag: "Body", body: fold.response }
 }
