@@ -193,6 +193,18 @@ describe("stored responses through the openai SDK", () => {
       expect(upstreamMessages(edge.upstreamBodies()[1])[0]).toMatchObject({ role: "assistant", tool_calls: [{ id: "call_up_1" }] })
     }))
 
+  it.scopedLive("a strict model's stream (collected, validated, then written) is stored as its response.completed says", () =>
+    Effect.gen(function* () {
+      const edge = yield* testEdge(sse(textStream(["Hel", "lo"])))
+      const client = edge.client()
+      const events = yield* drain(yield* Effect.promise(() => client.responses.create({ model: "strict", input: "x", stream: true })))
+      const completed = events[events.length - 1]
+      if (completed?.type !== "response.completed") return expect.unreachable("no response.completed")
+      expect(storeOf(completed.response)).toBe(true)
+      const { output_text: _, ...retrieved } = yield* Effect.promise(() => client.responses.retrieve(completed.response.id))
+      expect(retrieved).toEqual(completed.response)
+    }))
+
   it.scopedLive("store: false keeps nothing: answered store false, not retrievable, its items not referable (400 naming input[i])", () =>
     Effect.gen(function* () {
       const edge = yield* testEdge(reasonThenCall)
