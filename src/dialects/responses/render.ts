@@ -16,8 +16,8 @@ import { type Rendered, SSE_COMMENT_KEEP_ALIVE, type StreamRenderer } from "../D
  * opens a new item: `output_index` counts items in order, and every item and part opened is closed before the one
  * terminal event (`response.completed`, `response.incomplete` or `response.failed`). A token costs one
  * `JSON.stringify` of its text; the rest of a delta frame is built once per item. A response being stored has its
- * terminal event held back (`ResponseContext.hold`) until the store answered (`release`): a client that acts on it
- * finds the response stored.
+ * terminal event (completed or incomplete) held back (`ResponseContext.hold`) until the store answered (`release`):
+ * a client that acts on it finds the response stored.
  */
 
 /** The request fields a response echoes (as OpenAI's do), decided once per response. */
@@ -287,8 +287,13 @@ class Fold {
     }
   }
 
+  /**
+   * The terminal event, or (`ctx.hold`) nothing until `release`. A failed response's is never held: what a client
+   * acts on is a finished response, and a run ended for a client that stopped reading hands its socket this event
+   * at once.
+   */
   private end(type: string): void {
-    if (this.ctx.hold === true && this.streaming) this.held = type
+    if (this.ctx.hold === true && this.streaming && type !== "response.failed") this.held = type
     else this.event(type, { response: this.response })
   }
 
@@ -310,7 +315,7 @@ export type ResponseObject = ReturnType<typeof responseObject>
 export interface ResponsesStreamRenderer extends StreamRenderer {
   /** The response its terminal event carries, once the terminal was rendered. */
   readonly final: () => ResponseObject | undefined
-  /** With `hold`: the terminal event, once the response was stored (or failed to be). */
+  /** With `hold`: the held terminal event (none for a failed response), once the response was stored (or failed to be). */
   readonly release: (stored: boolean) => string
 }
 
