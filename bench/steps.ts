@@ -1,7 +1,8 @@
 /**
  * `npm run bench:steps`: Effect steps per request — every effect the runtime evaluates, counted by a `Supervisor`
  * with op supervision on — for streamed and non-stream Chat Completions requests (32 tokens from an
- * OpenAI-compatible upstream) through the edge's own Node server, in this process. The per-request cost a CPU
+ * OpenAI-compatible upstream) and Responses requests (not stored, and stored in the default in-memory store)
+ * through the edge's own Node server, in this process. The per-request cost a CPU
  * profile spreads over the runtime's functions: each step is a few hundred nanoseconds.
  */
 import * as Effect from "effect/Effect"
@@ -112,25 +113,29 @@ const main = async (): Promise<void> => {
       Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
     )
   )
-  const ask = async (stream: boolean, model = "m") => {
+  /** A Chat Completions request, or (`store` given) a Responses one: `store: false`, or stored (OpenAI's default). */
+  const ask = async (stream: boolean, model = "m", store?: boolean) => {
+    const [path, body] = store === undefined
+      ? ["chat/completions", { model, stream, messages: [{ role: "user", content: "hi" }] }]
+      : ["responses", { model, stream, input: "hi", ...(store ? {} : { store: false }) }]
     for (;;) {
-      const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      const response = await fetch(`http://127.0.0.1:${port}/v1/${path}`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model, stream, messages: [{ role: "user", content: "hi" }] })
+        body: JSON.stringify(body)
       }).catch(() => undefined)
       if (response !== undefined) return response.text()
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   }
-  const perRequest = async (stream: boolean, model = "m") => {
-    for (let i = 0; i < 20; i++) await ask(stream, model)
+  const perRequest = async (stream: boolean, model = "m", store?: boolean) => {
+    for (let i = 0; i < 20; i++) await ask(stream, model, store)
     // The run's teardown finishes after the client read its answer: let it settle before and after counting.
     await new Promise((resolve) => setTimeout(resolve, 100))
     const before = steps.count
     steps.kinds.clear()
     steps.counting = true
-    for (let i = 0; i < REQUESTS; i++) await ask(stream, model)
+    for (let i = 0; i < REQUESTS; i++) await ask(stream, model, store)
     await new Promise((resolve) => setTimeout(resolve, 100))
     steps.counting = false
     if (by) {
@@ -143,11 +148,17 @@ const main = async (): Promise<void> => {
   const streamed = await perRequest(true)
   const nonStream = await perRequest(false)
   const slow = await perRequest(true, "slow")
+  const responsesUnstored = await perRequest(true, "m", false)
+  const responsesStored = await perRequest(true, "m", true)
+  const responsesWhole = await perRequest(false, "m", true)
   process.stdout.write(
     table(["request (32 tokens)", "Effect steps"], [
       ["streamed", streamed.toFixed(0)],
       ["non-stream", nonStream.toFixed(0)],
-      ["streamed, first token 20 ms after the accept", slow.toFixed(0)]
+      ["streamed, first token 20 ms after the accept", slow.toFixed(0)],
+      ["Responses streamed, store: false", responsesUnstored.toFixed(0)],
+      ["Responses streamed, stored (the default)", responsesStored.toFixed(0)],
+      ["Responses non-stream, stored", responsesWhole.toFixed(0)]
     ]) + "\n"
   )
   await Effect.runPromise(fiber.interruptAsFork(fiber.id()).pipe(Effect.zipRight(Effect.void)))

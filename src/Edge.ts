@@ -24,6 +24,7 @@ import * as Metrics from "./observability/Metrics.js"
 import type { ChatCompletions } from "./dialects/chat-completions/ChatCompletions.js"
 import type { NodeRegistry } from "./run/NodeRegistry.js"
 import type { RunService } from "./run/RunService.js"
+import type { ResponseStore } from "./store/ResponseStore.js"
 
 export { EdgeInternals, Internals } from "./compose.js"
 
@@ -48,16 +49,26 @@ export const layerEmbeddedNode: Layer.Layer<never, never, EdgeConfig.EdgeConfig 
 )
 
 /**
- * The edge's services from pieces you choose: `metrics` (`layerMetrics`, or `layerMetricsTest` without process
- * metrics) and `nodes` (what serves the models: `layerEmbeddedNode` for the config's models, `LocalNode.layerModel`
- * layers, the NATS transport of `iop-edge/nats`, merged). It provides the config it was given with the key
- * sources resolved: serve the routes with that one.
+ * The Responses API's response store the config's `responses.store` selects: in memory (the default) or none. The
+ * NATS one is `iop-edge/nats`'s `layerResponseStore` (this entry never loads the NATS client); selected here, it
+ * is a defect saying so.
  */
-export const layerFrom = <E>(parts: {
+export const layerResponseStore: Layer.Layer<ResponseStore, never, EdgeConfig.EdgeConfig> = Compose.responseStoreLayer
+
+/**
+ * The edge's services from pieces you choose: `metrics` (`layerMetrics`, or `layerMetricsTest` without process
+ * metrics), `nodes` (what serves the models: `layerEmbeddedNode` for the config's models, `LocalNode.layerModel`
+ * layers, the NATS transport of `iop-edge/nats`, merged) and `responseStore` (where the Responses API keeps
+ * responses: default `layerResponseStore`; `iop-edge/nats`'s for a store shared by edges; or your own
+ * `ResponseStore`). It provides the config it was given with the key sources resolved: serve the routes with that
+ * one.
+ */
+export const layerFrom = <E, E2 = never>(parts: {
   readonly metrics: Layer.Layer<Metrics.Metrics>
   readonly nodes: Layer.Layer<never, E, NodeRegistry | EdgeConfig.EdgeConfig>
-}): Layer.Layer<EdgeServices | EdgeConfig.EdgeConfig, E | ApiKeySourceError, EdgeConfig.EdgeConfig> =>
-  Compose.compose(parts)
+  readonly responseStore?: Layer.Layer<ResponseStore, E2, EdgeConfig.EdgeConfig>
+}): Layer.Layer<EdgeServices | EdgeConfig.EdgeConfig, E | E2 | ApiKeySourceError, EdgeConfig.EdgeConfig> =>
+  Compose.compose({ metrics: parts.metrics, nodes: parts.nodes, responseStore: parts.responseStore ?? layerResponseStore })
 
 /**
  * The edge's services for the `EdgeConfig` it is given, its models served by the embedded node. Mount `routes`
@@ -94,7 +105,8 @@ export const layerConfig = (
 
 /**
  * The edge's HTTP API as a router to mount beside your own routes (`HttpRouter.concat`, `HttpRouter.mount`):
- * `/v1/chat/completions`, `/v1/responses`, `/v1/messages` (+ `count_tokens`), `/v1/models` (+ `/{id}`), `GET|HEAD /`,
+ * `/v1/chat/completions`, `/v1/responses` (+ `GET|DELETE /{id}`, `GET /{id}/input_items`), `/v1/messages`
+ * (+ `count_tokens`), `/v1/models` (+ `/{id}`), `GET|HEAD /`,
  * `/healthz`, `/metrics`, and `OPTIONS` of each (CORS preflights). No catch-all, no server of its own. The edge's
  * middleware — request id (`x-request-id`), drain tracking, the Host/Origin checks and CORS, one access-log line
  * per request at the config's `log.level`, and on a Node server the handling of an unread request body — is on
@@ -116,14 +128,20 @@ export const layerHttp: Layer.Layer<never, ApiKeySourceError, EdgeConfig.EdgeCon
 
 /**
  * The whole edge process for a config: server on its host and port, embedded node (and the `nodes` you add,
- * e.g. the NATS transport). The key sources are resolved before the server binds its port.
+ * e.g. the NATS transport), the response store (default `layerResponseStore`). The key sources are resolved
+ * before the server binds its port.
  */
-export const layerServer = <E = never>(
+export const layerServer = <E = never, E2 = never>(
   config: EdgeConfig.EdgeConfigShape,
-  nodes: Layer.Layer<never, E, NodeRegistry | EdgeConfig.EdgeConfig> = Layer.empty
-): Layer.Layer<never, HttpServerError.ServeError | ApiKeySourceError | E> =>
+  nodes: Layer.Layer<never, E, NodeRegistry | EdgeConfig.EdgeConfig> = Layer.empty,
+  responseStore?: Layer.Layer<ResponseStore, E2, EdgeConfig.EdgeConfig>
+): Layer.Layer<never, HttpServerError.ServeError | ApiKeySourceError | E | E2> =>
   layerServe.pipe(
-    Layer.provide(layerFrom({ metrics: layerMetrics, nodes: Layer.merge(layerEmbeddedNode, nodes) })),
+    Layer.provide(layerFrom({
+      metrics: layerMetrics,
+      nodes: Layer.merge(layerEmbeddedNode, nodes),
+      responseStore: responseStore ?? layerResponseStore
+    })),
     // Nothing exports spans from the edge process: recording them would cost per request for nobody.
     // (A host app that mounts the layers keeps its own tracer.)
     HttpMiddleware.withTracerDisabledWhen(() => true),

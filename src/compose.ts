@@ -16,11 +16,14 @@ import { type ApiKeySourceError, layer as apiKeysLayer } from "./config/apiKeys.
 import { EdgeConfig } from "./config/EdgeConfig.js"
 import { ChatCompletions } from "./dialects/chat-completions/ChatCompletions.js"
 import { layer as chatCompletionsLayer } from "./dialects/chat-completions/typedApi.js"
+import * as StoredResponses from "./dialects/responses/StoredResponses.js"
 import * as Lifecycle from "./http/Lifecycle.js"
 import * as Shutdown from "./http/Shutdown.js"
 import { Metrics } from "./observability/Metrics.js"
 import * as NodeRegistry from "./run/NodeRegistry.js"
 import * as RunService from "./run/RunService.js"
+import * as MemoryStore from "./store/MemoryStore.js"
+import { layerNone, ResponseStore, ResponseStore as ResponseStoreTag } from "./store/ResponseStore.js"
 
 /** The run service with the config's run bounds. */
 export const runServiceLayer: Layer.Layer<RunService.RunService, never, EdgeConfig | NodeRegistry.NodeRegistry> =
@@ -51,12 +54,39 @@ export const chatLayer: Layer.Layer<ChatRun.Chat, never, EdgeConfig | RunService
     )
   )
 
+/**
+ * The response store the config selects, of those this entry can build: in memory (the default) or none. A NATS
+ * store is built by `iop-edge/nats` (`layerResponseStore`), so that this one never loads the NATS client.
+ */
+export const responseStoreLayer: Layer.Layer<ResponseStore, never, EdgeConfig> = Layer.unwrapEffect(
+  EdgeConfig.pipe(
+    Effect.map((c) => {
+      const store = c.responses.store
+      switch (store.kind) {
+        case "memory":
+          return MemoryStore.layer({ maxEntries: store.maxResponses, maxBytes: store.maxBytes, ttlMs: store.ttlMs })
+        case "none":
+          return layerNone
+        case "nats":
+          return Layer.die(
+            "responses.store.kind \"nats\" is built by iop-edge/nats: serve with its layerServer, or give its layerResponseStore to Edge.layerFrom"
+          )
+      }
+    })
+  )
+)
+
 /** The services a user of the edge may name. */
 export type PublicServices = ChatCompletions | RunService.RunService | NodeRegistry.NodeRegistry | Metrics
 
-/** The edge's own services: the door, the response path, the chat plane, limits, the lifecycle and its drain. */
+/**
+ * The edge's own services: the door, the response path, the chat plane, limits, the lifecycle and its drain, the
+ * stored responses and their store.
+ */
 export type InternalServices =
   | Gateway.Gateway
+  | StoredResponses.StoredResponses
+  | ResponseStore
   | Responder.Responder
   | ChatRun.Chat
   | Lifecycle.Lifecycle
@@ -90,34 +120,48 @@ const resolvedConfigLayer: Layer.Layer<EdgeConfig, ApiKeySourceError, EdgeConfig
   Layer.provide(NodeFileSystem.layer)
 )
 
-/** Every service of the edge, internal ones included, from its metrics and the nodes that serve its models. */
-export const composeAll = <E>(parts: {
+/** What the edge is put together from: its metrics, the nodes that serve its models, its response store. */
+export interface Parts<E, E2> {
   readonly metrics: Layer.Layer<Metrics>
   readonly nodes: Layer.Layer<never, E, NodeRegistry.NodeRegistry | EdgeConfig>
-}): Layer.Layer<PublicServices | InternalServices | EdgeConfig, E | ApiKeySourceError, EdgeConfig> =>
+  readonly responseStore: Layer.Layer<ResponseStore, E2, EdgeConfig>
+}
+
+/** Every service of the edge, internal ones included, from its parts. */
+export const composeAll = <E, E2>(
+  parts: Parts<E, E2>
+): Layer.Layer<PublicServices | InternalServices | EdgeConfig, E | E2 | ApiKeySourceError, EdgeConfig> =>
   // The drain is built last, so it is closed first: open runs are drained and cancelled while the nodes and the
   // run plane still serve them (a node's upstream pool, closed, would cut its open runs without a grace period).
-  Shutdown.layer.pipe(Layer.provideMerge(Layer.mergeAll(chatCompletionsLayer, parts.nodes).pipe(
+  Shutdown.layer.pipe(Layer.provideMerge(Layer.mergeAll(chatCompletionsLayer, parts.nodes, StoredResponses.layer).pipe(
     Layer.provideMerge(Gateway.layer),
     Layer.provideMerge(Responder.layer),
     Layer.provideMerge(chatLayer),
     Layer.provideMerge(runPlaneLayer),
-    Layer.provideMerge(Layer.mergeAll(parts.metrics, Lifecycle.layer, Limits.layerFromConfig)),
+    Layer.provideMerge(Layer.mergeAll(parts.metrics, Lifecycle.layer, Limits.layerFromConfig, parts.responseStore)),
     Layer.provideMerge(resolvedConfigLayer)
   )))
 
 /** `composeAll` with the internal services put away in `EdgeInternals`. */
-export const compose = <E>(parts: {
-  readonly metrics: Layer.Layer<Metrics>
-  readonly nodes: Layer.Layer<never, E, NodeRegistry.NodeRegistry | EdgeConfig>
-}): Layer.Layer<PublicServices | EdgeInternals | EdgeConfig, E | ApiKeySourceError, EdgeConfig> =>
+export const compose = <E, E2>(
+  parts: Parts<E, E2>
+): Layer.Layer<PublicServices | EdgeInternals | EdgeConfig, E | E2 | ApiKeySourceError, EdgeConfig> =>
   Layer.effectContext(
     Effect.map(Effect.context<PublicServices | InternalServices | EdgeConfig>(), (all) =>
       Context.pick(ChatCompletions, RunService.RunService, NodeRegistry.NodeRegistry, Metrics, EdgeConfig)(all).pipe(
         Context.add(
           EdgeInternals,
           makeInternals(
-            Context.pick(Gateway.Gateway, Responder.Responder, ChatRun.Chat, Lifecycle.Lifecycle, Shutdown.Shutdown, Limits.Limits)(all)
+            Context.pick(
+              Gateway.Gateway,
+              Responder.Responder,
+              ChatRun.Chat,
+              Lifecycle.Lifecycle,
+              Shutdown.Shutdown,
+              Limits.Limits,
+              StoredResponses.StoredResponses,
+              ResponseStoreTag
+            )(all)
           )
         )
       ))

@@ -1,6 +1,6 @@
 /**
- * `iop-edge/nats`: remote nodes over NATS. The edge side (`layerEdge`: discovery into the NodeRegistry) and the
- * node side (`layerNode`: what `iop node` runs). Its own entry point, so that an embedded edge never loads the
+ * `iop-edge/nats`: remote nodes over NATS. The edge side (`layerEdge`: discovery into the NodeRegistry), the
+ * node side (`layerNode`: what `iop node` runs) and the response store on JetStream key-value (`layerResponseStore`). Its own entry point, so that an embedded edge never loads the
  * NATS client; its types do not reference the client's either (they do not compile under
  * `exactOptionalPropertyTypes` with `skipLibCheck: false`).
  */
@@ -9,6 +9,7 @@ import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as Schema from "effect/Schema"
 import type { ApiKeySourceError } from "./config/apiKeys.js"
 import { EdgeConfig, type EdgeConfigShape } from "./config/EdgeConfig.js"
 import { InvalidConfig } from "./config/loadConfig.js"
@@ -18,9 +19,11 @@ import { modelOptions } from "./protocol/ModelOptions.js"
 import type * as Provider from "./providers/Provider.js"
 import type * as LocalNode from "./run/LocalNode.js"
 import type { NodeRegistry } from "./run/NodeRegistry.js"
-import type { BusConnectFailed } from "./node/nats/BusConfig.js"
+import { type BusConnectFailed, NatsConfig } from "./node/nats/BusConfig.js"
 import * as EdgeTransport from "./run/nats/EdgeTransport.js"
 import * as NodeServer from "./node/nats/NodeServer.js"
+import * as NatsStore from "./store/NatsStore.js"
+import type { ResponseStore } from "./store/ResponseStore.js"
 
 export { BusConfig, BusConnectFailed, NodeSettings } from "./node/nats/BusConfig.js"
 
@@ -34,11 +37,25 @@ export const layerEdge: Layer.Layer<never, BusConnectFailed, EdgeConfig | NodeRe
     EdgeTransport.layerFromConfig(c.bus).pipe(Layer.provide(Logger.minimumLogLevel(Logging.levels[c.log.level]))))
 )
 
-/** `Edge.layerServer` with the config's remote nodes: what `iop edge` runs. */
+/**
+ * The response store the config's `responses.store` selects, NATS JetStream key-value included (`kind: "nats"`:
+ * a bucket every edge naming it shares; its `nats` settings default to the `bus`'s): pass it as `responseStore`
+ * to `Edge.layerFrom`. A bucket that cannot be opened at start is a `BusConnectFailed`.
+ */
+export const layerResponseStore: Layer.Layer<ResponseStore, BusConnectFailed, EdgeConfig> = Layer.unwrapEffect(
+  Effect.map(EdgeConfig, (c) => {
+    const store = c.responses.store
+    if (store.kind !== "nats") return Edge.layerResponseStore
+    const nats = store.nats ?? c.bus?.nats ?? Schema.decodeSync(NatsConfig)({})
+    return NatsStore.layer({ nats, bucket: store.bucket, ttlMs: store.ttlMs })
+  })
+)
+
+/** `Edge.layerServer` with the config's remote nodes and response store: what `iop edge` runs. */
 export const layerServer = (
   config: EdgeConfigShape
 ): Layer.Layer<never, HttpServerError.ServeError | ApiKeySourceError | BusConnectFailed> =>
-  Edge.layerServer(config, layerEdge)
+  Edge.layerServer(config, layerEdge, layerResponseStore)
 
 /** A model served by a provider of your own on a node: its id (or options) and the provider. */
 export interface NodeProvider {

@@ -1,13 +1,16 @@
 import * as Schema from "effect/Schema"
 import { clip } from "../common/clip.js"
 import type { SubmitError } from "../protocol/errors.js"
+import type { ResponseStoreError } from "../store/ResponseStore.js"
 import type { ModelNotFound, RunOutcomeError } from "./errors.js"
 
 /** The edge's errors: the request's (the HTTP plane's, before it reaches the chat plane) and, below, the union every API answers. */
 
+/** `code`: OpenAI's, where clients act on one (`previous_response_not_found`). */
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
   message: Schema.String,
-  param: Schema.NullOr(Schema.String)
+  param: Schema.NullOr(Schema.String),
+  code: Schema.optional(Schema.String)
 }) {}
 
 /** `reason` is the key check's (`Auth.ts`); without it the message fits both cases. */
@@ -44,6 +47,13 @@ export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()("RouteNot
 }) {
   override get message(): string {
     return `no route for ${this.method} ${this.path}`
+  }
+}
+
+/** `GET`/`DELETE /v1/responses/{id}`: a response that is not stored (never was, expired, deleted, or another key's). */
+export class ResponseNotFound extends Schema.TaggedError<ResponseNotFound>()("ResponseNotFound", { id: Schema.String }) {
+  override get message(): string {
+    return `Response with id '${clip(this.id, 100)}' not found.`
   }
 }
 
@@ -88,6 +98,8 @@ export class InternalError extends Schema.TaggedError<InternalError>()("Internal
 export type HttpError =
   | InternalError
   | InvalidRequest
+  | ResponseNotFound
+  | ResponseStoreError
   | Unauthorized
   | BodyTooLarge
   | ShuttingDown

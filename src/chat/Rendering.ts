@@ -24,6 +24,12 @@ export interface StreamRenderer {
   readonly batch: (emissions: ReadonlyArray<Emission>) => string
   /** An event written while the run is silent this long (Anthropic's `ping`), so clients and proxies see life. */
   readonly keepAlive?: string
+  /**
+   * For a response kept before it may end (the Responses API's stored responses): called once, after the last
+   * batch was rendered (its terminal event held back by `batch`); the body writes `tail` and ends when it calls
+   * back. The body's end is all it costs: nothing per batch.
+   */
+  readonly settle?: (end: (tail: string) => void) => void
 }
 
 /** How long a stream may be silent before it gets its keep-alive (every API's: one timer for every stream). */

@@ -19,7 +19,7 @@ import { Metrics } from "../observability/Metrics.js"
 import type { SubmitError } from "../protocol/errors.js"
 import { type ItemRenderer, KEEP_ALIVE_AFTER_MS, type Rendered, type RunInfo, type StreamRenderer } from "./Rendering.js"
 import * as Watchdog from "../run/Watchdog.js"
-import { SessionBody } from "./SessionBody.js"
+import { SessionBody, settledBody } from "./SessionBody.js"
 
 /**
  * The one response path of every dialect: a run's session, pulled batch by batch, written as it goes (live) or
@@ -222,7 +222,7 @@ export const make = Effect.gen(function* () {
       const head = renderer.head + (opened.first === undefined ? "" : renderer.batch(opened.first))
       const now = () => clock.unsafeCurrentTimeMillis()
       const onBatch = (out: ReadonlyArray<Emission>) => noteTerminal(out, ended)
-      const body = new SessionBody({ run: opened.run, render: renderer.batch, onBatch, onDefect, now }, head)
+      const body = new SessionBody({ run: opened.run, render: renderer.batch, onBatch, onDefect, now, settle: renderer.settle }, head)
       // No fiber per stream: the process's one keep-alive watchdog calls back once the body was silent this long.
       const text = renderer.keepAlive
       if (text !== undefined) {
@@ -247,6 +247,7 @@ export const make = Effect.gen(function* () {
       const renderer = render(opened.info)
       if (opened._tag === "Live") return yield* live(opened, renderer, ended)
       const text = renderer.head + renderer.batch(opened.emissions)
+      if (renderer.settle !== undefined) return settledBody(text, renderer.settle)
       return Readable.from([Buffer.from(text)], { objectMode: false })
     })
 

@@ -18,6 +18,8 @@ export interface SessionBodyOptions {
   readonly onDefect: (defect: unknown) => string
   /** The run plane's clock (keep-alive timing). */
   readonly now: () => number
+  /** The renderer's `settle`: the body's last text and its end wait for it. */
+  readonly settle?: ((end: (tail: string) => void) => void) | undefined
 }
 
 /**
@@ -108,6 +110,23 @@ export class SessionBody extends Readable {
   private close(): void {
     if (this.finished) return
     this.finished = true
-    this.push(null)
+    const settle = this.options.settle
+    if (settle === undefined) this.push(null)
+    else settle((tail) => endWith(this, tail))
   }
+}
+
+/** Pushes `tail` and the end into a body (nothing once it was destroyed: its client left). */
+const endWith = (body: Readable, tail: string): void => {
+  if (body.destroyed) return
+  if (tail !== "") body.push(tail)
+  body.push(null)
+}
+
+/** A body of known text whose end waits for `settle` (a collected response that is kept first). */
+export const settledBody = (text: string, settle: (end: (tail: string) => void) => void): Readable => {
+  const body = new Readable({ read: () => undefined })
+  body.push(text)
+  settle((tail) => endWith(body, tail))
+  return body
 }

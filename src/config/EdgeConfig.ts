@@ -5,6 +5,7 @@ import { BusConfig, NodeSettings } from "../node/nats/BusConfig.js"
 import { ModelConfig } from "../node/ModelConfig.js"
 import { LogConfig } from "../observability/Logging.js"
 import type { ModelOptions } from "../protocol/ModelOptions.js"
+import { ResponsesConfig } from "../store/StoreConfig.js"
 
 // The planes' own schemas, composed here: re-exported so that the config's parts can be named from one module.
 export { ModelConfig } from "../node/ModelConfig.js"
@@ -18,6 +19,7 @@ export {
   SentinelConfig
 } from "../protocol/ModelOptions.js"
 export { EchoProviderConfig, OpenAiProviderConfig, ProviderConfig } from "../providers/ProviderConfig.js"
+export { MemoryStoreConfig, NatsStoreConfig, ResponsesConfig, ResponseStoreConfig } from "../store/StoreConfig.js"
 
 /** The JSON config file of `iop edge` (see docs/configuration.md). Unknown keys are errors. */
 
@@ -130,6 +132,8 @@ export const EdgeConfigSchema = Schema.Struct({
   server: Schema.optionalWith(ServerConfig, { default: () => ServerFields.make({}) }),
   runs: Schema.optionalWith(RunsConfig, { default: () => RunsConfig.make({}) }),
   log: Schema.optionalWith(LogConfig, { default: () => LogConfig.make({}) }),
+  /** The Responses API's stored responses: in memory (default), on NATS JetStream key-value, or none. */
+  responses: Schema.optionalWith(ResponsesConfig, { default: () => ResponsesConfig.make({}) }),
   models: Schema.optionalWith(
     Schema.Array(ModelConfig).pipe(Schema.filter(uniqueModelIds)),
     { default: () => [defaultEchoModel()] }

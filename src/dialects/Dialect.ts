@@ -1,4 +1,6 @@
+import type * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
+import type { KeyPolicy } from "../chat/KeyPolicy.js"
 import type { ChatRequestLimits, DialectRequest } from "../chat/buildChatRequest.js"
 import type { Emission } from "../chat/session.js"
 import type { ModelOptions } from "../protocol/ModelOptions.js"
@@ -76,4 +78,22 @@ export interface Dialect<W> {
   readonly streamRenderer: (wire: W, request: DialectRequest, run: RunInfo) => StreamRenderer
   readonly body: (wire: W, request: DialectRequest, run: RunInfo, emissions: ReadonlyArray<Emission>) => Rendered
   readonly error: (e: EdgeError) => ErrorAnswer
+}
+
+/**
+ * What an API keeps between requests (the Responses API's stored responses): the effects around its pure dialect,
+ * a service of its folder, used by whoever serves the API (the routes serve it with `serve(dialect, state)`). A
+ * dialect without one is stateless. A request that refers to nothing and keeps nothing costs it nothing but the
+ * look at its fields.
+ */
+export interface DialectState<W> {
+  /**
+   * Before the translation, once the model was allowed: what the request refers to (earlier responses, their
+   * items) put in its place, for the caller's key; a reference that is not kept is a 400 naming it.
+   */
+  readonly resolve: (wire: W, key: KeyPolicy | undefined) => Effect.Effect<W, EdgeError>
+  /** A stream's renderer, in place of the dialect's: one that keeps its response before it ends (`settle`). */
+  readonly streamRenderer: (wire: W, request: DialectRequest, run: RunInfo, key: KeyPolicy | undefined) => StreamRenderer
+  /** The non-stream answer (the dialect's `body`), kept before it is sent: what is sent. */
+  readonly keep: (wire: W, body: unknown, key: KeyPolicy | undefined) => Effect.Effect<unknown>
 }

@@ -38,7 +38,15 @@ export const toHttpError = (e: EdgeError): HttpErrorResponse => {
     case "InternalError":
       return { status: 500, body: body(e.message, "server_error") }
     case "InvalidRequest":
-      return { status: 400, body: body(e.message, "invalid_request_error", e.param) }
+      return { status: 400, body: body(e.message, "invalid_request_error", e.param, e.code ?? null) }
+    case "ResponseNotFound":
+      return { status: 404, body: body(e.message, "invalid_request_error") }
+    case "ResponseStoreError":
+      return {
+        status: 503,
+        body: body(e.message, "service_unavailable", null, "service_unavailable"),
+        headers: RETRY_SOON
+      }
     case "BodyTooLarge":
     case "RunRequestTooLarge":
       return { status: 413, body: body(e.message, "invalid_request_error", null, "request_too_large") }

@@ -18,6 +18,7 @@ import * as Tracer from "effect/Tracer"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import type { Gateway } from "../chat/Gateway.js"
+import type { StoredResponses } from "../dialects/responses/StoredResponses.js"
 import { EdgeConfig, type ServerConfig } from "../config/EdgeConfig.js"
 import * as Logging from "../observability/Logging.js"
 import { Metrics } from "../observability/Metrics.js"
@@ -114,11 +115,12 @@ const edgeMiddleware = (
 export type EdgeMiddleware = <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | Scope.Scope>
 
 /** What the edge's routes and middleware read. */
-export type RouteServices = EdgeConfig | Gateway | Metrics | Lifecycle | NodeRegistry
+export type RouteServices = EdgeConfig | Gateway | Metrics | Lifecycle | NodeRegistry | StoredResponses
 
 /**
  * The edge's HTTP API as a router to mount beside your own routes (`HttpRouter.concat`, `HttpRouter.mount`):
- * `/v1/chat/completions`, `/v1/responses`, `/v1/messages` (+ `count_tokens`), `/v1/models` (+ `/{id}`), `GET|HEAD /`,
+ * `/v1/chat/completions`, `/v1/responses` (+ `GET|DELETE /{id}`, `GET /{id}/input_items`), `/v1/messages`
+ * (+ `count_tokens`), `/v1/models` (+ `/{id}`), `GET|HEAD /`,
  * `/healthz`, `/metrics`, and `OPTIONS` of each (CORS preflights). No catch-all, no server of its own. The edge's
  * middleware (request id, drain tracking, Host/Origin and CORS, access log, unread bodies) is on each of these
  * routes and on nothing else: mounting them never changes how the app's own routes answer.

@@ -57,7 +57,7 @@ export const DEFAULT_ALLOWED_HEADERS: ReadonlyArray<string> = [
 
 /** Response headers a page may read beside the CORS-safelisted ones. */
 const EXPOSED_HEADERS = "x-request-id, retry-after, x-should-retry"
-const ALLOWED_METHODS = "GET, POST, OPTIONS"
+const ALLOWED_METHODS = "GET, POST, DELETE, OPTIONS"
 const MAX_AGE_SECONDS = "600"
 
 const LOOPBACK_NAMES: ReadonlyArray<string> = ["localhost", "127.0.0.1", "[::1]"]

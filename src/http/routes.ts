@@ -7,13 +7,15 @@ import * as ChatCompletions from "../dialects/chat-completions/dialect.js"
 import * as Responses from "../dialects/responses/Responses.js"
 import * as Messages from "../dialects/messages/Messages.js"
 import { EdgeConfig } from "../config/EdgeConfig.js"
-import type { Dialect, DialectEndpoint, EdgeError, ErrorAnswer, RoutePath } from "../dialects/Dialect.js"
+import type { Dialect, DialectEndpoint, DialectState, EdgeError, ErrorAnswer, RoutePath, RunInfo } from "../dialects/Dialect.js"
+import { parseListQuery } from "../dialects/responses/stored.js"
+import { StoredResponses } from "../dialects/responses/StoredResponses.js"
 import { Gateway } from "../chat/Gateway.js"
 import { clip } from "../common/clip.js"
 import { Metrics } from "../observability/Metrics.js"
 import { NodeRegistry } from "../run/NodeRegistry.js"
 import { allows, grantedKey, makeKeyCheck, presentedKey } from "./Auth.js"
-import { InternalError, RouteNotFound, ShuttingDown, Unauthorized } from "../chat/EdgeError.js"
+import { InternalError, InvalidRequest, RouteNotFound, ShuttingDown, Unauthorized } from "../chat/EdgeError.js"
 import { ModelNotFound } from "../chat/errors.js"
 import { Lifecycle } from "./Lifecycle.js"
 import { readBody } from "./readBody.js"
@@ -78,9 +80,23 @@ export const modelNameOf = (url: string): string | undefined => {
   }
 }
 
+/** A stored response's URL: `/v1/responses/{id}` or `/v1/responses/{id}/input_items`, with its query. */
+export const storedResponseOf = (
+  url: string
+): { readonly id: string; readonly items: boolean; readonly query: URLSearchParams } | undefined => {
+  const [path = "", query = ""] = url.split("?", 2)
+  const m = /^\/v1\/responses\/([^/]+)(\/input_items)?\/?$/.exec(path)
+  if (m === null || m[1] === undefined) return undefined
+  try {
+    return { id: decodeURIComponent(m[1]), items: m[2] !== undefined, query: new URLSearchParams(query) }
+  } catch {
+    return undefined
+  }
+}
+
 /** One of the edge's routes: its method, its path as written (no parameters), its handler. */
 export interface EdgeRoute {
-  readonly method: "GET" | "HEAD" | "POST"
+  readonly method: "GET" | "HEAD" | "POST" | "DELETE"
   readonly path: RoutePath
   readonly handler: Effect.Effect<
     HttpServerResponse.HttpServerResponse,
@@ -95,6 +111,7 @@ export const makeRoutes = Effect.gen(function* () {
   const metrics = yield* Metrics
   const lifecycle = yield* Lifecycle
   const registry = yield* NodeRegistry
+  const stored = yield* StoredResponses
   const checkKey = makeKeyCheck(config.server.apiKeys)
 
   /** Drain and auth checks shared by every `/v1` route; the caller's key when keys are configured. */
@@ -107,23 +124,57 @@ export const makeRoutes = Effect.gen(function* () {
     return grantedKey(check)
   })
 
-  /** One dialect's route: transport (guard, body) here, then the door every caller goes through (`Gateway`). */
-  const serve = <W>(dialect: Dialect<W>) =>
+  /**
+   * One dialect's route: transport (guard, body) here, then the door every caller goes through (`Gateway`); an
+   * API that keeps state between requests (`state`: the Responses API's stored responses) resolves the request's
+   * references once its model was allowed, and keeps its response before it is answered.
+   */
+  const serve = <W>(dialect: Dialect<W>, state?: DialectState<W>) =>
     answerErrors(
       dialect.error,
       Effect.gen(function* () {
         const key = yield* guard
         const text = yield* readBody(config.server.maxBodyBytes)
-        const wire = yield* dialect.decode(text)
-        const model = yield* gateway.model(dialect.model(wire), key)
+        const decoded = yield* dialect.decode(text)
+        const model = yield* gateway.model(dialect.model(decoded), key)
+        const wire = state === undefined ? decoded : yield* state.resolve(decoded, key)
         const request = yield* dialect.toChatRequest(wire, model, gateway.requestLimits)
         yield* annotateFiberLogs({ api: dialect.api, model: model.id, stream: request.stream })
         if (!request.stream) {
           const body = yield* gateway.complete(request, (run, emissions) => dialect.body(wire, request, run, emissions), key)
-          return HttpServerResponse.unsafeJson(body)
+          return HttpServerResponse.unsafeJson(state === undefined ? body : yield* state.keep(wire, body, key))
         }
-        const body = yield* gateway.stream(request, (run) => dialect.streamRenderer(wire, request, run), key)
+        const render = state === undefined
+          ? (run: RunInfo) => dialect.streamRenderer(wire, request, run)
+          : (run: RunInfo) => state.streamRenderer(wire, request, run, key)
+        const body = yield* gateway.stream(request, render, key)
         return yield* streamResponse(body, { contentType: "text/event-stream", headers: SSE_HEADERS })
+      })
+    )
+
+  /**
+   * `GET /v1/responses/{id}` (its `stream=true` replay is not kept), `GET /v1/responses/{id}/input_items` and
+   * `DELETE /v1/responses/{id}`: the caller's stored responses, in OpenAI's shapes.
+   */
+  const storedResponse = (method: "GET" | "DELETE") =>
+    answerErrors(
+      Responses.dialect.error,
+      Effect.gen(function* () {
+        const key = yield* guard
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const target = storedResponseOf(request.url)
+        if (target === undefined || (method === "DELETE" && target.items)) {
+          return yield* Effect.fail(new RouteNotFound({ method: request.method, path: request.url }))
+        }
+        if (method === "DELETE") return HttpServerResponse.unsafeJson(yield* stored.remove(target.id, key))
+        if (target.items) {
+          const query = yield* parseListQuery(target.query)
+          return HttpServerResponse.unsafeJson(yield* stored.inputItems(target.id, query, key))
+        }
+        if (target.query.get("stream") === "true") {
+          return yield* Effect.fail(new InvalidRequest({ message: "stream: a stored response is not replayed as a stream by this edge: leave stream unset", param: "stream" }))
+        }
+        return HttpServerResponse.unsafeJson(yield* stored.retrieve(target.id, key))
       })
     )
 
@@ -187,15 +238,17 @@ export const makeRoutes = Effect.gen(function* () {
   )
 
   /** An API's routes: its main one and its own endpoints. */
-  const api = <W>(dialect: Dialect<W>): ReadonlyArray<EdgeRoute> => [
-    { method: "POST", path: dialect.path, handler: serve(dialect) },
+  const api = <W>(dialect: Dialect<W>, state?: DialectState<W>): ReadonlyArray<EdgeRoute> => [
+    { method: "POST", path: dialect.path, handler: serve(dialect, state) },
     ...dialect.endpoints.map((e): EdgeRoute => ({ method: "POST", path: e.path, handler: endpoint(dialect, e) }))
   ]
 
   // Adding an API is its folder and one line here (and in SHARED).
   const table: ReadonlyArray<EdgeRoute> = [
     ...api(ChatCompletions.dialect),
-    ...api(Responses.dialect),
+    ...api(Responses.dialect, stored),
+    { method: "GET", path: "/v1/responses/*", handler: storedResponse("GET") },
+    { method: "DELETE", path: "/v1/responses/*", handler: storedResponse("DELETE") },
     ...api(Messages.dialect),
     { method: "HEAD", path: "/", handler: root },
     { method: "GET", path: "/", handler: root },

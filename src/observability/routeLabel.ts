@@ -9,6 +9,8 @@ export const ROUTES = [
   "/v1/models",
   "/v1/models/{id}",
   "/v1/responses",
+  "/v1/responses/{id}",
+  "/v1/responses/{id}/input_items",
   "/v1/messages",
   "/v1/messages/count_tokens",
   "/healthz",
@@ -41,6 +43,9 @@ export const routeLabel = (url: string): RouteLabel => {
   const trimmed = decoded.length > 1 && decoded.endsWith("/") ? decoded.slice(0, -1) : decoded
   const path = trimmed.toLowerCase()
   if (isRoute(path)) return path
-  // One model (`GET /v1/models/{id}`): one label, whatever the id.
-  return path.startsWith("/v1/models/") ? "/v1/models/{id}" : UNMATCHED
+  // One model (`GET /v1/models/{id}`), one stored response: one label, whatever the id.
+  if (path.startsWith("/v1/models/")) return "/v1/models/{id}"
+  const stored = /^\/v1\/responses\/[^/]+(\/input_items)?$/.exec(path)
+  if (stored === null) return UNMATCHED
+  return stored[1] === undefined ? "/v1/responses/{id}" : "/v1/responses/{id}/input_items"
 }

@@ -114,6 +114,26 @@ describe("config", () => {
     )
   })
 
+  it("responses.store: in memory by default; nats and none by kind; bad values name the field", () => {
+    expect(defaultConfig().responses.store).toEqual({ kind: "memory", maxResponses: 10_000, maxBytes: 134_217_728, ttlMs: 86_400_000 })
+    const decoded = (responses: unknown) => Either.getOrThrow(parseConfigText("edge.json", JSON.stringify({ responses }))).responses.store
+    expect(decoded({ store: { kind: "memory", maxResponses: 5, ttlMs: 1000 } })).toEqual({ kind: "memory", maxResponses: 5, maxBytes: 134_217_728, ttlMs: 1000 })
+    expect(decoded({ store: { kind: "nats" } })).toEqual({ kind: "nats", bucket: "iop_responses", ttlMs: 86_400_000 })
+    expect(decoded({ store: { kind: "nats", bucket: "conv", nats: { servers: ["nats://10.0.0.1:4222"] } } })).toMatchObject({
+      bucket: "conv",
+      nats: { servers: ["nats://10.0.0.1:4222"], subjectPrefix: "iop" }
+    })
+    expect(decoded({ store: { kind: "none" } })).toEqual({ kind: "none" })
+    expect(errorOf(JSON.stringify({ responses: { store: { kind: "memory", maxResponses: 0 } } }))).toMatch(
+      /^edge\.json: \$\.responses\.store\.maxResponses: /
+    )
+    expect(errorOf(JSON.stringify({ responses: { store: { kind: "nats", bucket: "a.b" } } }))).toMatch(
+      /^edge\.json: \$\.responses\.store\.bucket: .*key-value bucket/
+    )
+    expect(errorOf(JSON.stringify({ responses: { store: { kind: "redis" } } }))).toMatch(/^edge\.json: \$\.responses\.store\.kind: /)
+    expect(errorOf(JSON.stringify({ responses: { store: { kind: "none", ttlMs: 5 } } }))).toMatch(/^edge\.json: \$\.responses\.store\.ttlMs: unknown key/)
+  })
+
   it("flags override the file", () => {
     const c = applyOverrides(defaultConfig(), { host: "0.0.0.0", port: 9000, logLevel: "debug" })
     expect(c.server.host).toBe("0.0.0.0")

@@ -63,7 +63,7 @@ describe("browsers: Origin and Host", () => {
       expect(preflight.status).toBe(204)
       expect(preflight.headers).toMatchObject({
         "access-control-allow-origin": origin,
-        "access-control-allow-methods": "GET, POST, OPTIONS",
+        "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
         "access-control-allow-headers": "authorization,content-type,x-stainless-lang",
         "access-control-max-age": "600"
       })

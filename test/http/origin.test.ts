@@ -205,7 +205,7 @@ describe("CORS preflight", () => {
       _tag: "Preflight",
       headers: {
         "access-control-allow-origin": "https://app.example",
-        "access-control-allow-methods": "GET, POST, OPTIONS",
+        "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
         "access-control-allow-headers": "authorization,content-type,x-stainless-os",
         "access-control-max-age": "600",
         vary: "Origin, Access-Control-Request-Method, Access-Control-Request-Headers"

@@ -8,6 +8,8 @@ describe("routeLabel", () => {
       "/v1/models",
       "/v1/models/{id}",
       "/v1/responses",
+      "/v1/responses/{id}",
+      "/v1/responses/{id}/input_items",
       "/v1/messages",
       "/v1/messages/count_tokens",
       "/healthz",
@@ -32,7 +34,10 @@ describe("routeLabel", () => {
     ["http://example.com/v1/responses", "/v1/responses"],
     ["https://example.com/", "/"],
     ["/v1/models/qwen3-8b", "/v1/models/{id}"],
-    ["/v1/models/Qwen/Qwen3-8B?x=1", "/v1/models/{id}"]
+    ["/v1/models/Qwen/Qwen3-8B?x=1", "/v1/models/{id}"],
+    ["/v1/responses/resp_AbC-1_2", "/v1/responses/{id}"],
+    ["/v1/responses/resp_1/input_items?limit=2&order=asc", "/v1/responses/{id}/input_items"],
+    ["/v1/responses/resp_1/", "/v1/responses/{id}"]
   ])("%j is labelled %j, as the router matches it", (url, label) => {
     expect(routeLabel(url)).toBe(label)
   })

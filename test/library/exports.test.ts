@@ -14,10 +14,12 @@ const DECIDED: Record<string, ReadonlyArray<string>> = {
   "index.d.ts": [
     "ApiKeySourceError", "ChatCompletion", "ChatCompletionChunk", "ChatCompletionRequest", "ChatCompletions",
     "ChatErrors", "EchoProvider", "Edge", "EdgeConfig", "EdgeErrors", "LoadConfig", "LocalNode", "Metrics",
-    "ModelOptions", "NodeRegistry", "OpenAiProvider", "Provider", "RunErrors", "RunEvent", "RunOutcomeError",
+    "ModelOptions", "NodeRegistry", "OpenAiProvider", "Provider", "ResponseStore", "RunErrors", "RunEvent", "RunOutcomeError",
     "RunService", "RunSink", "SubmitError", "SubmitRunRequest"
   ],
-  "nats.d.ts": ["BusConfig", "BusConnectFailed", "NodeProvider", "NodeSettings", "layerEdge", "layerNode", "layerServer"],
+  "nats.d.ts": [
+    "BusConfig", "BusConnectFailed", "NodeProvider", "NodeSettings", "layerEdge", "layerNode", "layerResponseStore", "layerServer"
+  ],
   "testing.d.ts": [
     "ErrorResponse", "RecordingSink", "RunState", "ScriptedModels", "ScriptedProvider", "ScriptedProviderOptions",
     "ScriptedRun", "ScriptedRunService", "ServerLayer", "SseEvent", "Step", "TestEdge", "TestServer",

@@ -1,5 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { track } from "./edgeProcess.js"
 
 /** A real `nats-server` on a loopback port of its own choosing, for transport tests. */
@@ -32,10 +35,10 @@ const LISTENING = /Listening for client connections on [^\s]*:(\d+)/
 const READY = /Server is ready/
 
 /** Spawns nats-server on `port` (-1: one it picks) and resolves with the port once it says it is ready. */
-const launch = (port: number): Promise<{ readonly proc: ChildProcess; readonly port: number }> =>
+const launch = (port: number, extra: ReadonlyArray<string>): Promise<{ readonly proc: ChildProcess; readonly port: number }> =>
   new Promise((resolve, reject) => {
     let output = ""
-    const proc = spawn(BIN, ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] })
+    const proc = spawn(BIN, ["-a", "127.0.0.1", "-p", String(port), ...extra], { stdio: ["ignore", "pipe", "pipe"] })
     const tracked = track(proc, `nats-server -p ${port}`, () => output)
     const onData = (d: Buffer) => {
       output += d.toString()
@@ -56,8 +59,15 @@ const exited = (proc: ChildProcess): Promise<void> =>
     ? Promise.resolve()
     : new Promise((resolve) => proc.once("exit", () => resolve()))
 
-export const startNatsServer = async (): Promise<NatsServer> => {
-  const first = await launch(-1)
+export interface NatsServerOptions {
+  /** JetStream on (`-js`), its store in a temporary directory of its own (removed when it stops). */
+  readonly jetstream?: boolean
+}
+
+export const startNatsServer = async (options: NatsServerOptions = {}): Promise<NatsServer> => {
+  const storeDir = options.jetstream === true ? mkdtempSync(join(tmpdir(), "iop-nats-js-")) : undefined
+  const extra = storeDir === undefined ? [] : ["-js", "-sd", storeDir]
+  const first = await launch(-1, extra)
   let proc: ChildProcess | undefined = first.proc
   const port = first.port
 
@@ -69,7 +79,7 @@ export const startNatsServer = async (): Promise<NatsServer> => {
     await exited(p)
   }
   const revive = async () => {
-    if (proc === undefined) proc = (await launch(port)).proc
+    if (proc === undefined) proc = (await launch(port, extra)).proc
   }
 
   return {
@@ -82,6 +92,9 @@ export const startNatsServer = async (): Promise<NatsServer> => {
       if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs))
       await revive()
     },
-    stop: crash
+    stop: async () => {
+      await crash()
+      if (storeDir !== undefined) rmSync(storeDir, { recursive: true, force: true })
+    }
   }
 }

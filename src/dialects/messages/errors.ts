@@ -85,7 +85,11 @@ export const toAnthropicError = (e: EdgeError): ErrorAnswer => {
     case "OriginNotAllowed":
       return answer(403, "permission_error", e.message)
     case "RouteNotFound":
+    case "ResponseNotFound":
       return answer(404, "not_found_error", e.message)
+    // The Responses API's store (a Messages request never reads it): a passing outage.
+    case "ResponseStoreError":
+      return answer(503, "overloaded_error", e.message, RETRY_SOON)
     case "ModelNotFound":
       return answer(404, "not_found_error", `model: ${e.model.length > 100 ? `${e.model.slice(0, 100)}...` : e.model}`)
     case "RateLimited":

@@ -8,18 +8,19 @@ import type { ResponsesRequest } from "./wire.js"
 /**
  * The request fields a response echoes, as OpenAI's responses do: the caller's model name, the function tools (the
  * only ones run), and each sampling field as sent or `null` (the upstream's default is not the edge's to know).
- * `store` is always false: nothing is stored.
+ * `store` says whether the response is kept (the request's `store`, unless the edge keeps none).
  */
 export const echoOf = (wire: ResponsesRequest): Render.Echo => ({
   instructions: wire.instructions ?? null,
   max_output_tokens: wire.max_output_tokens ?? null,
   model: wire.model,
   parallel_tool_calls: wire.parallel_tool_calls ?? true,
+  previous_response_id: wire.previous_response_id ?? null,
   reasoning: {
     effort: wire.reasoning?.effort ?? null,
     summary: wire.reasoning?.summary ?? wire.reasoning?.generate_summary ?? null
   },
-  store: false,
+  store: wire.stored?.keep === true,
   temperature: wire.temperature ?? null,
   text: {
     format: wire.text?.format ?? { type: "text" },
@@ -44,16 +45,17 @@ export const echoOf = (wire: ResponsesRequest): Render.Echo => ({
   prompt_cache_key: wire.prompt_cache_key ?? null
 })
 
-/** What the Responses renderers need of a request. */
-const context = (wire: ResponsesRequest, run: RunInfo): Render.ResponseContext => {
+/** What the Responses renderers need of a request; `hold`: its stream's terminal event waits for the store. */
+export const context = (wire: ResponsesRequest, run: RunInfo, hold = false): Render.ResponseContext => {
   const suffix = runIdSuffix(run)
-  return { id: `resp_${suffix}`, suffix, created: run.created, echo: echoOf(wire) }
+  return { id: `resp_${suffix}`, suffix, created: run.created, echo: echoOf(wire), hold }
 }
 
 /**
- * OpenAI Responses: `POST /v1/responses`. Stateless: every request carries its whole conversation in `input`
- * (`previous_response_id` is refused), and nothing is stored whatever `store` says. Errors before a response are
- * OpenAI's (`toHttpError`), as for Chat Completions.
+ * OpenAI Responses: `POST /v1/responses`. Pure, as every dialect: what a request refers to (`previous_response_id`,
+ * `item_reference`) is resolved and its response kept by `StoredResponses` (the routes serve it with that state);
+ * without it such a request is refused and nothing is kept. Errors before a response are OpenAI's (`toHttpError`),
+ * as for Chat Completions.
  */
 export const dialect: Dialect<ResponsesRequest> = {
   api: "responses",

@@ -141,6 +141,8 @@ export const toChatMessages = (
       case "Reasoning":
         reasoning = joinText(reasoning, reasoningText(entry.item))
         break
+      // References are resolved before the translation (request.ts refuses those that were not).
+      case "Reference":
       case "Other":
         break
     }

@@ -15,7 +15,9 @@ import { type Rendered, SSE_COMMENT_KEEP_ALIVE, type StreamRenderer } from "../D
  * coming and is closed (its `.done` events) when another kind starts, so reasoning that comes back after content
  * opens a new item: `output_index` counts items in order, and every item and part opened is closed before the one
  * terminal event (`response.completed`, `response.incomplete` or `response.failed`). A token costs one
- * `JSON.stringify` of its text; the rest of a delta frame is built once per item.
+ * `JSON.stringify` of its text; the rest of a delta frame is built once per item. A response being stored has its
+ * terminal event (completed or incomplete) held back (`ResponseContext.hold`) until the store answered (`release`):
+ * a client that acts on it finds the response stored.
  */
 
 /** The request fields a response echoes (as OpenAI's do), decided once per response. */
@@ -24,6 +26,7 @@ export interface Echo {
   readonly max_output_tokens: number | null
   readonly model: string
   readonly parallel_tool_calls: boolean
+  readonly previous_response_id: string | null
   readonly reasoning: { readonly effort: string | null; readonly summary: string | null }
   readonly store: boolean
   readonly temperature: number | null
@@ -44,6 +47,8 @@ export interface ResponseContext {
   readonly suffix: string
   readonly created: number
   readonly echo: Echo
+  /** The response is being stored: its terminal event waits for `release` (a stream's renderer only). */
+  readonly hold?: boolean
 }
 
 export interface ResponsesUsage {
@@ -111,7 +116,7 @@ export const responseObject = (
     model: e.model,
     output,
     parallel_tool_calls: e.parallel_tool_calls,
-    previous_response_id: null,
+    previous_response_id: e.previous_response_id,
     reasoning: e.reasoning,
     store: e.store,
     temperature: e.temperature,
@@ -151,7 +156,9 @@ class Fold {
   private open: OpenItem | undefined = undefined
   readonly items: Array<unknown> = []
   terminal: Extract<Emission, { _tag: "Finish" | "Error" }> | undefined = undefined
-  response: ReturnType<typeof responseObject> | undefined = undefined
+  response: ResponseObject | undefined = undefined
+  /** The terminal event's type, while it is held back (`ctx.hold`). */
+  private held: string | undefined = undefined
 
   constructor(private readonly ctx: ResponseContext, private readonly streaming: boolean) {}
 
@@ -270,19 +277,50 @@ class Fold {
           usage: e.usage === undefined ? null : responsesUsage(e.usage),
           incomplete
         })
-        return this.event(incomplete === undefined ? "response.completed" : "response.incomplete", { response: this.response })
+        return this.end(incomplete === undefined ? "response.completed" : "response.incomplete")
       }
       case "Error":
         this.closeOpen("incomplete")
         this.terminal = e
         this.response = responseObject(this.ctx, "failed", this.items, { error: failedError(e.error) })
-        return this.event("response.failed", { response: this.response })
+        return this.end("response.failed")
     }
+  }
+
+  /**
+   * The terminal event, or (`ctx.hold`) nothing until `release`. A failed response's is never held: what a client
+   * acts on is a finished response, and a run ended for a client that stopped reading hands its socket this event
+   * at once.
+   */
+  private end(type: string): void {
+    if (this.ctx.hold === true && this.streaming && type !== "response.failed") this.held = type
+    else this.event(type, { response: this.response })
+  }
+
+  /** The held terminal event's text, once; `stored: false` (the store failed) is said in its response. */
+  release(stored: boolean): string {
+    const type = this.held
+    const response = this.response
+    if (type === undefined || response === undefined) return ""
+    this.held = undefined
+    this.event(type, { response: stored ? response : { ...response, store: false } })
+    return this.take()
   }
 }
 
+/** The `response` object (what a non-stream request is answered, what a stream's terminal event carries). */
+export type ResponseObject = ReturnType<typeof responseObject>
+
+/** A Responses stream's renderer, with what the response store needs of it. */
+export interface ResponsesStreamRenderer extends StreamRenderer {
+  /** The response its terminal event carries, once the terminal was rendered. */
+  readonly final: () => ResponseObject | undefined
+  /** With `hold`: the held terminal event (none for a failed response), once the response was stored (or failed to be). */
+  readonly release: (stored: boolean) => string
+}
+
 /** Renders one response's events; built once per response. Nothing follows the terminal event (no `[DONE]`). */
-export const eventRenderer = (ctx: ResponseContext): StreamRenderer => {
+export const eventRenderer = (ctx: ResponseContext): ResponsesStreamRenderer => {
   const fold = new Fold(ctx, true)
   return {
     head: fold.head(),
@@ -290,16 +328,20 @@ export const eventRenderer = (ctx: ResponseContext): StreamRenderer => {
     batch: (emissions) => {
       for (const e of emissions) fold.step(e)
       return fold.take()
-    }
+    },
+    final: () => fold.response,
+    release: (stored) => fold.release(stored)
   }
 }
 
 /** The non-stream `response` of a finished session (the object `response.completed` carries), or its error. */
-export const responseBody = (ctx: ResponseContext, emissions: ReadonlyArray<Emission>): Rendered => {
+export const responseBody = (ctx: ResponseContext, emissions: ReadonlyArray<Emission>): Rendered<ResponseObject> => {
   const fold = new Fold(ctx, false)
   for (const e of emissions) fold.step(e)
   const terminal = fold.terminal
   if (terminal === undefined) return { _tag: "Error", error: new RunFailed({ reason: "run ended without an outcome" }) }
   if (terminal._tag === "Error") return { _tag: "Error", error: terminal.error }
-  return { _tag: "Body", body: fold.response }
+  return fold.response === undefined
+    ? { _tag: "Error", error: new RunFailed({ reason: "run ended without an outcome" }) }
+    : { _tag: "Body", body: fold.response }
 }

@@ -11,11 +11,12 @@ import {
   CustomToolCallItem,
   CustomToolCallOutputItem,
   FunctionCallItem,
+  ItemReference,
   FunctionCallOutputItem,
   FunctionToolWire,
   type InputItem,
-  type ItemHead,
   MessageItem,
+  type RawItem,
   ReasoningItem,
   type ResponsesRequest,
   ResponsesRequestWire,
@@ -28,9 +29,11 @@ import {
 
 /**
  * The Responses request: decoded (every error names its field in a few hundred characters, never quoting a value),
- * then translated into the chat plane's request (Chat Completions messages and tools). Refused with a 400 naming
- * the field: what needs state the edge does not keep (`previous_response_id`, `conversation`, `prompt`,
- * `background`, `item_reference` items, `file_id`s) and token log probabilities (not relayed yet).
+ * then translated into the chat plane's request (Chat Completions messages and tools). `previous_response_id` and
+ * `item_reference` items are resolved between the two from the response store (`StoredResponses.resolve`); a
+ * request that did not go through it has them refused. Refused with a 400 naming the field: what needs state the
+ * edge does not keep (`conversation`, `prompt`, `background`, `file_id`s) and token log probabilities (not relayed
+ * yet).
  */
 
 const fail = (message: string, param: string | null) => Either.left(new InvalidRequest({ message, param }))
@@ -42,11 +45,12 @@ const decodeFunctionCallOutput = decodeValue(FunctionCallOutputItem)
 const decodeCustomToolCall = decodeValue(CustomToolCallItem)
 const decodeCustomToolCallOutput = decodeValue(CustomToolCallOutputItem)
 const decodeReasoning = decodeValue(ReasoningItem)
+const decodeReference = decodeValue(ItemReference)
 const decodeFunctionTool = decodeValue(FunctionToolWire)
 const decodeChoiceFunction = decodeValue(ToolChoiceFunction)
 const decodeChoiceAllowed = decodeValue(ToolChoiceAllowed)
 
-const STORED = "this edge stores no responses: send the whole conversation in input"
+const NOT_RESOLVED = "stored responses are not available here: send the whole conversation in input"
 
 /** A part the edge cannot pass on (it points at stored files), refused with its path. */
 const partRefusal = (part: ContentPart, path: string): Either.Either<void, InvalidRequest> => {
@@ -83,10 +87,15 @@ const checkParts = (content: string | ReadonlyArray<ContentPart>, path: string):
 const withParts = <A>(checked: Either.Either<void, InvalidRequest>, value: A): Either.Either<A, InvalidRequest> =>
   Either.map(checked, () => value)
 
-/** One input item, decoded by the schema of its type (a message when it has none). */
-const decodeItem = (raw: ItemHead, i: number): Either.Either<InputItem, InvalidRequest> => {
-  const root = `input[${i}]`
-  const type = raw.type ?? "message"
+/** An item's type: without one it is a message, or a reference when it has an id and no role (OpenAI's shapes). */
+export const itemType = (raw: RawItem): string => {
+  if (typeof raw["type"] === "string") return raw["type"]
+  return raw["role"] === undefined && raw["id"] !== undefined ? "item_reference" : "message"
+}
+
+/** One input item, decoded by the schema of its type, its errors named under `root` (`input[3]`). */
+export const decodeItem = (raw: RawItem, root: string): Either.Either<InputItem, InvalidRequest> => {
+  const type = itemType(raw)
   switch (type) {
     case "message":
       return Either.flatMap(decodeMessage(raw, root), (item) =>
@@ -104,7 +113,7 @@ const decodeItem = (raw: ItemHead, i: number): Either.Either<InputItem, InvalidR
     case "reasoning":
       return Either.map(decodeReasoning(raw, root), (item) => ({ _tag: "Reasoning", item } as const))
     case "item_reference":
-      return fail(`${root}: an item_reference points at a stored item; ${STORED}`, root)
+      return Either.map(decodeReference(raw, root), (item) => ({ _tag: "Reference", id: item.id } as const))
     default:
       return Either.right({ _tag: "Other", type: clip(type, 64) })
   }
@@ -118,10 +127,11 @@ const decodeTool = (raw: Typed, i: number): Either.Either<ToolItem, InvalidReque
 /** Fields that need state the edge does not keep, or log probabilities: a 400 naming the field. */
 const refusal = (wire: ResponsesRequestWire): InvalidRequest | undefined => {
   const refuse = (param: string, why: string) => new InvalidRequest({ message: `${param}: ${why}`, param })
-  if (wire.previous_response_id != null) return refuse("previous_response_id", STORED)
-  if (wire.conversation != null) return refuse("conversation", "this edge stores no conversations: send the whole conversation in input")
+  if (wire.conversation != null) {
+    return refuse("conversation", "this edge keeps no conversations: continue one with previous_response_id, or send the whole conversation in input")
+  }
   if (wire.prompt != null) return refuse("prompt", "this edge stores no prompt templates: send instructions and input instead")
-  if (wire.background === true) return refuse("background", "background responses are stored responses; this edge stores none: leave background unset or false")
+  if (wire.background === true) return refuse("background", "this edge runs no background responses: leave background unset or false")
   if ((wire.top_logprobs ?? 0) > 0) return refuse("top_logprobs", "token log probabilities are not relayed by this edge yet: leave top_logprobs unset or 0")
   if (wire.include?.includes("message.output_text.logprobs") === true) {
     return refuse("include", "token log probabilities are not relayed by this edge yet: leave message.output_text.logprobs out of include")
@@ -147,11 +157,15 @@ export const decodeBody = (text: string): Either.Either<ResponsesRequest, Invali
     const refused = refusal(wire)
     if (refused !== undefined) return yield* Either.left(refused)
     // A string input is one user message.
-    const input: ReadonlyArray<InputItem> = typeof wire.input === "string"
-      ? [{ _tag: "Message", item: { role: "user", content: wire.input } }]
-      : yield* all(wire.input, decodeItem)
+    if (typeof wire.input === "string") {
+      const text = wire.input
+      const tools = yield* all(wire.tools ?? [], decodeTool)
+      const rawInput = [{ type: "message", role: "user", content: [{ type: "input_text", text }] }]
+      return { ...wire, input: [{ _tag: "Message", item: { role: "user", content: text } }], rawInput, tools }
+    }
+    const input = yield* all(wire.input, (raw, i) => decodeItem(raw, `input[${i}]`))
     const tools = yield* all(wire.tools ?? [], decodeTool)
-    return { ...wire, input, tools }
+    return { ...wire, input, rawInput: wire.input, tools }
   })
 
 // ---------------------------------------------------------------------------
@@ -240,6 +254,11 @@ export const toChatRequest = (
   limits: ChatRequestLimits
 ): Either.Either<DialectRequest, InvalidRequest> =>
   Either.gen(function* () {
+    if (wire.stored === undefined) {
+      if (wire.previous_response_id != null) return yield* fail(`previous_response_id: ${NOT_RESOLVED}`, "previous_response_id")
+      const at = wire.input.findIndex((item) => item._tag === "Reference")
+      if (at >= 0) return yield* fail(`input[${at}]: an item_reference points at a stored item; ${NOT_RESOLVED}`, `input[${at}]`)
+    }
     const messages = toChatMessages(wire.instructions ?? undefined, wire.input)
     if (messages.length === 0) return yield* fail("input: there is no message to answer", "input")
     const chosen = yield* chooseTools(wire)

@@ -95,6 +95,12 @@ export type CustomToolCallOutputItem = typeof CustomToolCallOutputItem.Type
 
 const TextPart = Schema.Struct({ text: Schema.String })
 
+/** A reference to an item the edge stored (an earlier response's input or output item), by its id. */
+export const ItemReference = Schema.Struct({
+  type: Schema.optional(Schema.Literal("item_reference")),
+  id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
+})
+
 /** A reasoning item a client sends back: its summary (or its reasoning text) goes back to the model. */
 export const ReasoningItem = Schema.Struct({
   type: Schema.Literal("reasoning"),
@@ -172,8 +178,9 @@ export const ResponsesRequestWire = Schema.Struct({
   prompt_cache_key: Nullable(Schema.String),
   service_tier: Nullable(Schema.String),
   truncation: Nullable(Schema.Literal("auto", "disabled")),
-  // Refused when set (request.ts): they need stored state or token log probabilities, which the edge has not.
-  previous_response_id: Nullable(Schema.String),
+  // Resolved from the response store (StoredResponses) before the request is translated.
+  previous_response_id: Nullable(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))),
+  // Refused when set (request.ts): they need state the edge does not keep, or token log probabilities.
   conversation: Nullable(Schema.Unknown),
   prompt: Nullable(Schema.Unknown),
   background: Nullable(Schema.Boolean),
@@ -189,6 +196,8 @@ export type InputItem =
   | { readonly _tag: "CustomToolCall"; readonly item: CustomToolCallItem }
   | { readonly _tag: "CustomToolCallOutput"; readonly item: CustomToolCallOutputItem }
   | { readonly _tag: "Reasoning"; readonly item: ReasoningItem }
+  /** An `item_reference`: replaced by the item it names before the translation (`StoredResponses.resolve`). */
+  | { readonly _tag: "Reference"; readonly id: string }
   | { readonly _tag: "Other"; readonly type: string }
 
 /** A tool, decoded by its type; `Other` (web_search, local_shell, custom, namespace, mcp, ...) is not forwarded. */
@@ -196,8 +205,18 @@ export type ToolItem =
   | { readonly _tag: "Function"; readonly tool: FunctionToolWire }
   | { readonly _tag: "Other"; readonly type: string }
 
+/** An input item as the client sent it (what a stored response keeps and lists). */
+export type RawItem = Readonly<Record<string, unknown>>
+
 /** The decoded request: the wire fields, with `input` and `tools` decoded item by item. */
 export interface ResponsesRequest extends Omit<ResponsesRequestWire, "input" | "tools"> {
   readonly input: ReadonlyArray<InputItem>
+  /** `input` as sent, item for item (a string input as one user message). */
+  readonly rawInput: ReadonlyArray<RawItem>
   readonly tools: ReadonlyArray<ToolItem>
+  /**
+   * What the response store made of it (`StoredResponses.resolve`): its references resolved, and whether its
+   * response is kept (`store` as answered). Absent: it went through no store (references are refused, nothing kept).
+   */
+  readonly stored?: { readonly keep: boolean }
 }

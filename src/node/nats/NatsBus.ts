@@ -95,7 +95,7 @@ const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : Strin
 /** nats-server's default `max_payload`. */
 const DEFAULT_MAX_PAYLOAD = 1024 * 1024
 
-const connectOptions = (config: BusConfig, tuning: ClientTuning) =>
+const connectOptions = (config: Pick<BusConfig, "nats">, tuning: ClientTuning) =>
   Effect.gen(function* () {
     const nats = config.nats
     const servers = nats.servers.join(", ")
@@ -145,9 +145,9 @@ const close = (client: Client) =>
       )
   )
 
-/** Connects; drains and closes the connection when the scope closes. */
+/** Connects (only `nats` is read: the response store connects with it too); drains and closes it when the scope closes. */
 export const make = (
-  config: BusConfig,
+  config: Pick<BusConfig, "nats">,
   tuning: ClientTuning = {}
 ): Effect.Effect<NatsConnection.Service, BusConnectFailed, Scope.Scope> =>
   Effect.gen(function* () {

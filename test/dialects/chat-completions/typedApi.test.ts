@@ -20,6 +20,8 @@ import { decodeBody } from "../../../src/dialects/chat-completions/request.js"
 import { sseError } from "../../../src/dialects/chat-completions/render.js"
 import { layer as gatewayLayer } from "../../../src/chat/Gateway.js"
 import { layer as responderLayer } from "../../../src/chat/Responder.js"
+import * as StoredResponses from "../../../src/dialects/responses/StoredResponses.js"
+import * as ResponseStore from "../../../src/store/ResponseStore.js"
 import { layerApp as appLayer } from "../../../src/http/HttpLive.js"
 import { layer as lifecycleLayer } from "../../../src/http/Lifecycle.js"
 import { layerFromConfig as limitsLayer } from "../../../src/chat/Limits.js"
@@ -115,7 +117,7 @@ const setup = Effect.gen(function* () {
   const register = Layer.scopedDiscard(
     Effect.flatMap(NodeRegistry, (r) => Effect.zipRight(r.register(node.connection), r.register(fullNode)))
   )
-  const services = chatCompletionsLayer.pipe(
+  const services = Layer.merge(chatCompletionsLayer, StoredResponses.layer.pipe(Layer.provide(ResponseStore.layerNone))).pipe(
     Layer.provideMerge(gatewayLayer),
     Layer.provideMerge(Layer.merge(responderLayer, limitsLayer)),
     Layer.provideMerge(ChatRun.layer({ toolValidationAttempts: 2, traceStreams: false })),

@@ -10,7 +10,8 @@ import * as LogLevel from "effect/LogLevel"
 import OpenAI from "openai"
 import * as EdgeConfig from "../../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../../src/config/loadConfig.js"
-import { layerHttp } from "../../../src/Edge.js"
+import * as Edge from "../../../src/Edge.js"
+import type { ResponseStore } from "../../../src/store/ResponseStore.js"
 import { type FakeUpstream, type Handler, type Script, startFakeUpstream } from "../../support/fakeUpstream.js"
 
 /**
@@ -38,7 +39,14 @@ export interface TestEdge {
 const record = (u: unknown): Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u) ? Object.fromEntries(Object.entries(u)) : {}
 
-export const testEdge = (handler: Handler | Script) =>
+export interface TestEdgeOptions {
+  /** Config fields beside the models (`responses`, `server.apiKeys`, ...). */
+  readonly config?: Record<string, unknown>
+  /** The response store (default: the config's, `Edge.layerResponseStore`). */
+  readonly responseStore?: Layer.Layer<ResponseStore, never, EdgeConfig.EdgeConfig>
+}
+
+export const testEdge = (handler: Handler | Script, options: TestEdgeOptions = {}) =>
   Effect.gen(function* () {
     const upstream = yield* Effect.acquireRelease(
       Effect.promise(() => startFakeUpstream(handler)),
@@ -54,7 +62,8 @@ export const testEdge = (handler: Handler | Script) =>
           { id: "model", aliases: ["gpt-5.5"], provider },
           { id: "strict", provider, output: { strict: true } },
           { id: "text-tools", provider, tools: "text" }
-        ]
+        ],
+        ...options.config
       })
     )
     const logs: Array<LogLine> = []
@@ -65,7 +74,13 @@ export const testEdge = (handler: Handler | Script) =>
         annotations: Object.fromEntries(HashMap.toEntries(annotations))
       })
     })
-    const layer = layerHttp.pipe(
+    const services = Edge.layerFrom({
+      metrics: Edge.layerMetricsTest,
+      nodes: Edge.layerEmbeddedNode,
+      responseStore: options.responseStore ?? Edge.layerResponseStore
+    })
+    const layer = Edge.layerServe.pipe(
+      Layer.provide(services),
       Layer.provide(EdgeConfig.layer(config)),
       Layer.provide(NodeHttpClient.dispatcherLayer),
       Layer.provideMerge(NodeHttpServer.layerTest),

@@ -126,6 +126,25 @@ const decodeResponse = Schema.decodeUnknownEither(Generated.Response)
 const OWN_CODES = new Set(["tool_validation_error", "tool_validation_retry_error", "context_length_exceeded", "request_too_large"])
 
 describe("Responses event renderer (properties)", () => {
+  it.prop("a response being stored (hold): the same frames, a finished one's terminal event only on release, saying whether it was stored", [batched], ([{ es, batches }]) => {
+    const whole = render(batches)
+    const finished = es[es.length - 1]?._tag === "Finish"
+    const held = eventRenderer({ ...ctx, hold: true })
+    const before = held.head + batches.map(held.batch).join("")
+    // A failed response's event is not held (a client that stopped reading gets it at once).
+    expect(framesOf(before).some((f) => TERMINALS.has(f.event))).toBe(!finished)
+    expect(held.final()).toBeDefined()
+    const tail = held.release(true)
+    expect(tail === "").toBe(!finished)
+    expect(before + tail).toBe(whole)
+    expect(held.release(true)).toBe("")
+    // A store that failed: the same event, its response saying store: false.
+    const failed = eventRenderer({ ...ctx, hold: true, echo: { ...ctx.echo, store: true } })
+    for (const b of batches) failed.batch(b)
+    const released = failed.release(false)
+    if (finished) expect((framesOf(released)[0]?.data["response"] as { store?: unknown } | undefined)?.store).toBe(false)
+  })
+
   it.prop("sequence numbers count from 0; the head is created + in_progress; exactly one terminal, last", [batched], ([{ batches }]) => {
     const frames = framesOf(render(batches))
     frames.forEach((f, i) => {

@@ -191,8 +191,11 @@ describe("Responses request: input", () => {
     expect(request.notForwarded).toEqual({ input: "local_shell_call,local_shell_call_output,web_search_call" })
   })
 
-  it("an item_reference, an empty input and malformed items are 400s naming the item", () => {
-    expect(refused({ input: [{ type: "item_reference", id: "msg_1" }] })).toMatchObject({ param: "input[0]" })
+  it("an item_reference not resolved (no response store), an empty input and malformed items are 400s naming the item", () => {
+    expect(refused({ input: [{ role: "user", content: "x" }, { type: "item_reference", id: "msg_1" }] })).toMatchObject({ param: "input[1]" })
+    // OpenAI's typeless reference: an id and no role.
+    expect(refused({ input: [{ id: "msg_1" }] })).toMatchObject({ param: "input[0]" })
+    expect(refused({ input: [{ type: "item_reference" }] }).message).toBe("input[0].id: missing (required)")
     expect(refused({ input: [] })).toMatchObject({ param: "input" })
     expect(refused({ input: [{ role: "user", content: "x" }, { type: "function_call", name: "f", arguments: "{}" }] }).message).toBe(
       "input[1].call_id: missing (required)"
@@ -343,11 +346,12 @@ describe("Responses request: sampling, text.format, reasoning", () => {
 })
 
 describe("Responses request: what needs state the edge has not", () => {
-  it("previous_response_id: a 400 naming it, saying to send the whole conversation", () => {
+  it("previous_response_id not resolved (no response store): a 400 naming it, saying to send the whole conversation", () => {
     const e = refused({ previous_response_id: "resp_1" })
     expect(e).toMatchObject({ param: "previous_response_id" })
-    expect(e.message).toBe("previous_response_id: this edge stores no responses: send the whole conversation in input")
+    expect(e.message).toBe("previous_response_id: stored responses are not available here: send the whole conversation in input")
     expect(ok({ previous_response_id: null }).submit.messages).toHaveLength(1)
+    expect(refused({ previous_response_id: "" }).param).toBe("previous_response_id")
   })
 
   it("conversation, prompt, background, top_logprobs and logprobs in include: 400s naming them", () => {

@@ -148,7 +148,7 @@ describe("Responses API through the openai SDK", () => {
       ])
     }))
 
-  it.scopedLive("an upstream 400 is a BadRequestError with the upstream's code, stream and not; previous_response_id is a 400 naming it", () =>
+  it.scopedLive("an upstream 400 is a BadRequestError with the upstream's code, stream and not; an unknown previous_response_id is OpenAI's 400", () =>
     Effect.gen(function* () {
       const edge = yield* testEdge({
         kind: "json",
@@ -169,7 +169,8 @@ describe("Responses API through the openai SDK", () => {
       const stored = apiError(yield* caught(() => client.responses.create({ model: "model", input: "hi", previous_response_id: "resp_1" })))
       expect(stored).toBeInstanceOf(OpenAI.BadRequestError)
       expect(stored.param).toBe("previous_response_id")
-      expect(stored.message).toContain("send the whole conversation in input")
+      expect(stored.code).toBe("previous_response_not_found")
+      expect(stored.message).toContain("Previous response with id 'resp_1' not found.")
       const unknown = apiError(yield* caught(() => client.responses.create({ model: "nope", input: "hi" })))
       expect(unknown).toBeInstanceOf(OpenAI.NotFoundError)
       expect(edge.upstream.requests.length).toBe(2)
