@@ -59,6 +59,8 @@ export interface ResponsesUsage {
   readonly total_tokens: number
 }
 
+const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 }
+
 export const responsesUsage = (u: Usage): ResponsesUsage => ({
   input_tokens: u.inputTokens,
   input_tokens_details: { cached_tokens: u.cachedInputTokens ?? 0 },
@@ -274,7 +276,8 @@ class Fold {
         this.closeOpen(incomplete === undefined ? "completed" : "incomplete")
         this.terminal = e
         this.response = responseObject(this.ctx, incomplete === undefined ? "completed" : "incomplete", this.items, {
-          usage: e.usage === undefined ? null : responsesUsage(e.usage),
+          // An upstream that reported none: zeros, as Messages does (the AI SDK's stream schema requires the object).
+          usage: responsesUsage(e.usage ?? NO_USAGE),
           incomplete
         })
         return this.end(incomplete === undefined ? "response.completed" : "response.incomplete")

@@ -230,7 +230,8 @@ describe("Responses event renderer (properties)", () => {
       expect(response).toMatchObject({
         status: incomplete ? "incomplete" : "completed",
         incomplete_details: incomplete ? { reason: end.finishReason === "length" ? "max_output_tokens" : "content_filter" } : null,
-        usage: end.usage === undefined ? null : {
+        // None reported: zeros (the AI SDK's stream schema requires the object).
+        usage: end.usage === undefined ? { input_tokens: 0, output_tokens: 0, total_tokens: 0, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } } : {
           input_tokens: end.usage.inputTokens,
           output_tokens: end.usage.outputTokens,
           total_tokens: end.usage.inputTokens + end.usage.outputTokens,
