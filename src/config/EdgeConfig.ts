@@ -4,11 +4,13 @@ import * as Schema from "effect/Schema"
 import { BusConfig, NodeSettings } from "../node/nats/BusConfig.js"
 import { ModelConfig } from "../node/ModelConfig.js"
 import { LogConfig } from "../observability/Logging.js"
+import { TelemetryConfig } from "../observability/Telemetry.js"
 import type { ModelOptions } from "../protocol/ModelOptions.js"
 
 // The planes' own schemas, composed here: re-exported so that the config's parts can be named from one module.
 export { ModelConfig } from "../node/ModelConfig.js"
 export { LogConfig } from "../observability/Logging.js"
+export { OtlpConfig, TelemetryConfig } from "../observability/Telemetry.js"
 export {
   findModel,
   ModelOptions,
@@ -114,6 +116,8 @@ export const EdgeConfigSchema = Schema.Struct({
   server: Schema.optionalWith(ServerConfig, { default: () => ServerFields.make({}) }),
   runs: Schema.optionalWith(RunsConfig, { default: () => RunsConfig.make({}) }),
   log: Schema.optionalWith(LogConfig, { default: () => LogConfig.make({}) }),
+  /** Traces: exported over OTLP/HTTP when `otlp.endpoint` is set (`iop edge`, `iop node`). */
+  telemetry: Schema.optionalWith(TelemetryConfig, { default: () => TelemetryConfig.make({}) }),
   models: Schema.optionalWith(
     Schema.Array(ModelConfig).pipe(Schema.filter(uniqueModelIds)),
     { default: () => [defaultEchoModel()] }
