@@ -4,16 +4,20 @@
  * (its `traceparent`), the per-request log lines carrying the trace. Through the edge's own Node server, to a fake
  * upstream and an in-process OTLP receiver.
  */
+import * as HttpApp from "@effect/platform/HttpApp"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as Schedule from "effect/Schedule"
 import * as Tracer from "effect/Tracer"
 import { parseTraceparent } from "../../src/common/traceparent.js"
 import { ChatCompletions, Edge } from "../../src/index.js"
+import * as NatsEdge from "../../src/nats.js"
+import { layerNode } from "../../src/nats.js"
 import { completionTokens, type FakeUpstream, type Script, startFakeUpstream, textStream } from "../support/fakeUpstream.js"
-import { freePort } from "../support/natsServer.js"
+import { freePort, type NatsServer, startNatsServer } from "../support/natsServer.js"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../support/otlpReceiver.js"
 
 const SERVER = 2
@@ -246,6 +250,25 @@ describe("OpenTelemetry traces from iop edge (telemetry.otlp)", () => {
       expect(calls.map((c) => parseTraceparent(String(c.headers["traceparent"]))?.spanId)).toEqual(attempts.map((a) => a.spanId))
     }))
 
+  it.live("telemetry off: no span, no traceparent to the upstream, no trace ids in the logs", () =>
+    Effect.gen(function* () {
+      const lines: Array<LogLine> = []
+      const before = receiver.spans().length
+      const sent = upstream.requests.length
+      const { telemetry: _, ...off } = config()
+      const answer = yield* Effect.scoped(
+        Effect.flatMap(serveEdge(off), (url) =>
+          post(url, { model: "fake", stream: true, messages: [{ role: "user", content: "hi" }] }, {
+            traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`
+          }))
+      ).pipe(Effect.provide(captureLogs(lines)))
+      expect(answer.status).toBe(200)
+      expect(receiver.spans().length).toBe(before)
+      expect(upstream.requests[sent]?.headers["traceparent"]).toBeUndefined()
+      expect(lines.find((l) => l.message === "run finished")?.annotations["trace_id"]).toBeUndefined()
+      expect(lines.find((l) => l.message === "http request")?.annotations["trace_id"]).toBeUndefined()
+    }))
+
   it.live("probes and scrapes get no span", () =>
     Effect.gen(function* () {
       const before = receiver.spans().length
@@ -330,6 +353,33 @@ describe("traces in an app's own tracer (the library)", () => {
       expect(seen).toMatchObject({ traceId: call?.traceId, spanId: attempt?.spanId })
     }))
 
+  it.live("routes mounted in an app that traces: the request's span is a child of the app's server span (which read the client's traceparent)", () =>
+    Effect.gen(function* () {
+      const spans: Array<Tracer.Span> = []
+      const response = yield* Effect.gen(function* () {
+        const app = yield* Edge.httpApp
+        const handler = HttpApp.toWebHandlerRuntime(yield* Effect.runtime<Layer.Layer.Success<ReturnType<typeof edge>>>())(app)
+        return yield* Effect.promise(async () => {
+          const answer = await handler(new Request("http://127.0.0.1/v1/chat/completions", {
+            method: "POST",
+            headers: { "content-type": "application/json", traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01` },
+            body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] })
+          }))
+          return { status: answer.status, text: await answer.text() }
+        })
+      }).pipe(Effect.provide(edge()), Effect.withTracer(recordingTracer(spans)))
+      expect(response.status).toBe(200)
+      const server = spans.find((s) => s.name === "http.server POST")
+      const request = spans.find((s) => s.name === "POST /v1/chat/completions")
+      const run = spans.find((s) => s.name === "chat m")
+      expect(server?.parent).toMatchObject({ _tag: "Some", value: { spanId: CLIENT_SPAN } })
+      expect(request?.kind).toBe("server")
+      expect(request?.parent).toMatchObject({ _tag: "Some", value: { spanId: server?.spanId } })
+      expect(run?.parent).toMatchObject({ _tag: "Some", value: { spanId: request?.spanId } })
+      expect(request?.attributes.get("http.response.status_code")).toBe(200)
+      expect([server, request, run].every((s) => s?.status._tag === "Ended")).toBe(true)
+    }))
+
   it.live("no tracer installed: no span is made and the upstream gets no traceparent", () =>
     Effect.gen(function* () {
       const sent = upstream.requests.length
@@ -337,5 +387,55 @@ describe("traces in an app's own tracer (the library)", () => {
       const answer = yield* ask.pipe(Effect.provide(edge()))
       expect(answer.choices[0]?.message.content).toBe("ok")
       expect(upstream.requests[sent]?.headers["traceparent"]).toBeUndefined()
+    }))
+})
+
+describe("over NATS, to a node that does not trace", () => {
+  let nats: NatsServer
+  let receiver: OtlpReceiver
+  let upstream: FakeUpstream
+  beforeAll(async () => {
+    nats = await startNatsServer()
+    receiver = await startOtlpReceiver()
+    upstream = await startFakeUpstream({ kind: "sse", events: textStream(["ok"]) })
+  })
+  afterAll(async () => {
+    await upstream?.close()
+    await receiver?.close()
+    await nats?.stop()
+  })
+
+  it.live("the run's submission carries the edge attempt's context: the node's upstream continues it as it came", () =>
+    Effect.gen(function* () {
+      const bus = { nats: { servers: [nats.url] as const } }
+      const port = yield* Effect.promise(freePort)
+      const config = yield* Edge.decodeConfig({
+        bus,
+        server: { host: "127.0.0.1", port },
+        models: [],
+        telemetry: { otlp: { endpoint: receiver.endpoint } }
+      }).pipe(Effect.orDie)
+      const url = `http://127.0.0.1:${port}`
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          yield* Layer.build(layerNode({
+            bus,
+            node: { id: "plain-node" },
+            models: [{ id: "remote", provider: { type: "openai", baseUrl: upstream.url } }]
+          }))
+          yield* Layer.build(NatsEdge.layerServer(config))
+          // The node is served once the edge heard it announce itself.
+          const answer = yield* post(url, { model: "remote", messages: [{ role: "user", content: "hi" }] }).pipe(
+            Effect.filterOrFail((a) => a.status === 200),
+            Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("10 seconds")))
+          )
+          expect(answer.text).toContain("ok")
+        }).pipe(Effect.orDie)
+      ).pipe(Effect.provide(captureLogs([])))
+      const seen = parseTraceparent(String(upstream.requests.at(-1)?.headers["traceparent"]))
+      const attempt = receiver.spans().find((s) => s.name === "iop.attempt" && s.traceId === seen?.traceId)
+      expect(attempt?.attributes["iop.node"]).toBe("plain-node")
+      expect(seen?.spanId).toBe(attempt?.spanId)
+      expect(receiver.spans().filter((s) => s.name === "iop.node.run")).toEqual([])
     }))
 })
