@@ -39,6 +39,8 @@ const json = JSON.stringify({
 
 /** `STEPS_BY=1`: also which effects they are (op and the source of its function), to find who makes them. */
 const by = process.env["STEPS_BY"] === "1"
+/** `STEPS_TRACED=1`: with `telemetry.otlp` set (spans exported to a local sink), what tracing costs when it is on. */
+const traced = process.env["STEPS_TRACED"] === "1"
 
 const describe = (effect: object): string => {
   const fields = effect as Record<string, unknown>
@@ -101,9 +103,15 @@ const main = async (): Promise<void> => {
   await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`
   const port = await freePort()
+  const sink = http.createServer((req, res) => {
+    req.resume()
+    req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}"))
+  })
+  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve))
   const config = await Effect.runPromise(Edge.decodeConfig({
     server: { host: "127.0.0.1", port },
     log: { level: "none" },
+    ...(traced ? { telemetry: { otlp: { endpoint: `http://127.0.0.1:${(sink.address() as AddressInfo).port}` } } } : {}),
     models: ["m", "slow"].map((id) => ({ id, provider: { type: "openai", baseUrl: upstreamUrl } }))
   }))
   const steps = new StepCounter()
@@ -163,6 +171,7 @@ const main = async (): Promise<void> => {
   )
   await Effect.runPromise(fiber.interruptAsFork(fiber.id()).pipe(Effect.zipRight(Effect.void)))
   upstream.close()
+  sink.close()
   process.exit(0)
 }
 

@@ -12,7 +12,6 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type * as Config from "effect/Config"
 import type * as ConfigErrorM from "effect/ConfigError"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Compose from "./compose.js"
 import type { ApiKeySourceError } from "./config/apiKeys.js"
@@ -21,6 +20,7 @@ import { decodeConfigJson, type InvalidConfig } from "./config/loadConfig.js"
 import * as HttpLive from "./http/HttpLive.js"
 import { layer as embeddedNodeLayer } from "./run/EmbeddedNode.js"
 import * as Metrics from "./observability/Metrics.js"
+import * as Telemetry from "./observability/Telemetry.js"
 import type { ChatCompletions } from "./dialects/chat-completions/ChatCompletions.js"
 import type { NodeRegistry } from "./run/NodeRegistry.js"
 import type { RunService } from "./run/RunService.js"
@@ -142,10 +142,9 @@ export const layerServer = <E = never, E2 = never>(
       nodes: Layer.merge(layerEmbeddedNode, nodes),
       responseStore: responseStore ?? layerResponseStore
     })),
-    // Nothing exports spans from the edge process: recording them would cost per request for nobody.
-    // (A host app that mounts the layers keeps its own tracer.)
+    // The edge's middleware makes each request's span: the platform's own would be a second one.
     HttpMiddleware.withTracerDisabledWhen(() => true),
-    (layer) => Layer.locally(layer, FiberRef.currentTracerEnabled, false),
+    Telemetry.provide(config.telemetry, "iop-edge"),
     Layer.provide(HttpLive.layerNodeServer),
     Layer.provide(EdgeConfig.layer(config))
   )

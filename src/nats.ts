@@ -15,6 +15,7 @@ import { EdgeConfig, type EdgeConfigShape } from "./config/EdgeConfig.js"
 import { InvalidConfig } from "./config/loadConfig.js"
 import * as Edge from "./Edge.js"
 import * as Logging from "./observability/Logging.js"
+import * as Telemetry from "./observability/Telemetry.js"
 import { modelOptions } from "./protocol/ModelOptions.js"
 import type * as Provider from "./providers/Provider.js"
 import type * as LocalNode from "./run/LocalNode.js"
@@ -86,6 +87,7 @@ export const layerNode = (
         drainTimeoutMs: config.server.shutdownGraceMs
       }).pipe(
         Layer.provide(NodeHttpClient.dispatcherLayer),
+        Telemetry.provideExporter(config.telemetry, "iop-node"),
         Layer.provide(Logger.minimumLogLevel(Logging.levels[config.log.level]))
       )
     })

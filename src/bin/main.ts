@@ -19,6 +19,7 @@ import { layerServer } from "../nats.js"
 import * as NodeServer from "../node/nats/NodeServer.js"
 
 import * as Logging from "../observability/Logging.js"
+import * as Telemetry from "../observability/Telemetry.js"
 
 const VERSION = "0.1.0"
 
@@ -77,7 +78,7 @@ const node = Command.make("node", { config: configOption, logLevel }, (flags) =>
       node: config.node,
       models: config.models,
       drainTimeoutMs: config.server.shutdownGraceMs
-    }).pipe(Layer.provide(NodeHttpClient.dispatcherLayer))
+    }).pipe(Layer.provide(NodeHttpClient.dispatcherLayer), Telemetry.provide(config.telemetry, "iop-node"))
     return yield* Layer.launch(layer).pipe(Effect.provide(Logging.layer(config.log, stdoutOutput())))
   })
 ).pipe(Command.withDescription("Serve the config's models to edges over the message bus (`bus`, `node`)."))

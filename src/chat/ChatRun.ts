@@ -1,8 +1,10 @@
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { randomInt } from "node:crypto"
@@ -15,6 +17,7 @@ import type { ChatRequest } from "./ChatRequest.js"
 import { RunFailed, ToolValidationRetryFailed } from "./errors.js"
 import { type FoldTiming, report } from "./runReport.js"
 import { makeRunTrace } from "./runTrace.js"
+import * as RunSpans from "./runSpans.js"
 import * as Session from "./session.js"
 import { type ChatRun, makeChatRun } from "./SessionRun.js"
 import { newToolCallId } from "./toolcalls/native.js"
@@ -41,15 +44,18 @@ export interface Collected {
 
 export declare namespace Chat {
   export interface Service {
-    /** Submits the run in the caller's scope (closing it cancels the run). Fails only before anything ran. */
-    readonly open: (request: ChatRequest) => Effect.Effect<ChatRun, SubmitError, Scope.Scope>
+    /**
+     * Submits the run in the caller's scope (closing it cancels the run). Fails only before anything ran. `span`:
+     * the request's run span when the caller traces (its attempt is a child of it).
+     */
+    readonly open: (request: ChatRequest, span?: RunSpans.RunSpan) => Effect.Effect<ChatRun, SubmitError, Scope.Scope>
     /**
      * Runs to the end; a strict request whose tool calls do not validate is
      * replayed exactly (its metadata carrying `attempt`, `failed_run_id` and
      * `reason`) until they do or `toolValidationAttempts` runs were used.
      * The first submission's error fails here; a retry's is the outcome.
      */
-    readonly collect: (request: ChatRequest) => Effect.Effect<Collected, SubmitError>
+    readonly collect: (request: ChatRequest, span?: RunSpans.RunSpan) => Effect.Effect<Collected, SubmitError>
   }
 }
 
@@ -113,11 +119,27 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
     const attemptsOf = (request: ChatRequest) =>
       request.policy.strict || choiceBinds(request.toolChoice) ? options.toolValidationAttempts : 1
 
-    const openAttempt = (request: ChatRequest, submit: SubmitRunRequest, attempt: number, attempts: number) =>
+    /** The run's submission; traced, with the attempt's span as its trace context (ended here if it fails). */
+    const submitTraced = (submit: SubmitRunRequest, spans: RunSpans.AttemptSpans | undefined) =>
+      spans === undefined
+        ? runs.submit(submit)
+        : Effect.onError(
+          runs.submit(RunSpans.carrying(submit, spans)),
+          (cause) => Effect.sync(() => RunSpans.attemptNotRun(spans, Option.getOrUndefined(Cause.failureOption(cause))))
+        )
+
+    const openAttempt = (
+      request: ChatRequest,
+      submit: SubmitRunRequest,
+      attempt: number,
+      attempts: number,
+      span: RunSpans.RunSpan | undefined
+    ) =>
       Effect.gen(function* () {
         const startedAt = yield* Clock.currentTimeMillis
         const folds: FoldTiming = { submittedAt: performance.now(), processingMs: 0 }
-        const handle = yield* runs.submit(submit)
+        const spans = span === undefined ? undefined : RunSpans.beginAttempt(span, attempt, submit)
+        const handle = yield* submitTraced(submit, spans)
         yield* metrics.runStarted
         // Trace lines are logged on the caller's runtime (its loggers and annotations), from whichever callback read.
         const trace = traced(request)
@@ -135,17 +157,18 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
             tokens: handle.timing,
             startedAt,
             attempt,
-            attempts
+            attempts,
+            spans
           })
         }))
         return run
       })
 
     // A live response cannot take back what it wrote: its one run is the request.
-    const open = (request: ChatRequest) =>
+    const open = (request: ChatRequest, span?: RunSpans.RunSpan) =>
       continued(request) === undefined
-        ? openAttempt(request, request.submit, 1, 1)
-        : Effect.flatMap(withReasoning(request), (ready) => openAttempt(ready, ready.submit, 1, 1))
+        ? openAttempt(request, request.submit, 1, 1, span)
+        : Effect.flatMap(withReasoning(request), (ready) => openAttempt(ready, ready.submit, 1, 1, span))
 
     /**
      * Every emission of a run, collected from the run's own callbacks (`poll` + `whenReady(settled)`): one wait for the
@@ -178,10 +201,16 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
       })
 
     /** One run, to its terminal, in a scope of its own: its slot is released as soon as it ends. */
-    const collectAttempt = (request: ChatRequest, submit: SubmitRunRequest, attempt: number, attempts: number) =>
+    const collectAttempt = (
+      request: ChatRequest,
+      submit: SubmitRunRequest,
+      attempt: number,
+      attempts: number,
+      span: RunSpans.RunSpan | undefined
+    ) =>
       Effect.scoped(
         Effect.gen(function* () {
-          const run = yield* openAttempt(request, submit, attempt, attempts)
+          const run = yield* openAttempt(request, submit, attempt, attempts, span)
           const emissions = yield* drain(run)
           const last = emissions[emissions.length - 1]
           const terminal = last !== undefined && Session.isTerminal(last) ? last : undefined
@@ -191,14 +220,14 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
         })
       )
 
-    const collect = (asked: ChatRequest) =>
+    const collect = (asked: ChatRequest, span?: RunSpans.RunSpan) =>
       Effect.gen(function* () {
         const request = continued(asked) === undefined ? asked : yield* withReasoning(asked)
         // A reply that breaks `tool_choice` is replayed like a strict one's invalid call.
         const attempts = attemptsOf(request)
         const model = request.submit.model
         let attempt = 1
-        let result = yield* collectAttempt(request, request.submit, attempt, attempts)
+        let result = yield* collectAttempt(request, request.submit, attempt, attempts, span)
         while (result.terminal._tag === "Error" && result.terminal.error._tag === "ToolValidationFailed") {
           const { reason, tool } = result.terminal.error
           const failedRunId = result.dispatch.runId
@@ -220,7 +249,7 @@ export const make = (options: ChatOptions): Effect.Effect<Chat.Service, never, R
             ...(tool === undefined ? {} : { replayTool: tool }),
             metadata: { ...request.submit.metadata, attempt: String(attempt), failed_run_id: failedRunId, reason }
           }
-          const next = yield* Effect.exit(collectAttempt(request, replay, attempt, attempts))
+          const next = yield* Effect.exit(collectAttempt(request, replay, attempt, attempts, span))
           if (Exit.isSuccess(next)) {
             result = next.value
             continue

@@ -6,20 +6,20 @@ import * as Layer from "effect/Layer"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Readable } from "node:stream"
 import type { ChatRequest } from "./ChatRequest.js"
 import { Chat, type ChatRun, outcomeOf } from "./ChatRun.js"
 import { type RunOutcomeError, RunFailed } from "./errors.js"
 import { type Emission, isTerminal, type Terminal } from "./session.js"
-import { onClose } from "../common/onClose.js"
 import { logAnnotated } from "../observability/Logging.js"
 import { Metrics } from "../observability/Metrics.js"
 import type { SubmitError } from "../protocol/errors.js"
 import { type ItemRenderer, KEEP_ALIVE_AFTER_MS, type Rendered, type RunInfo, type StreamRenderer } from "./Rendering.js"
 import * as Watchdog from "../run/Watchdog.js"
 import { SessionBody, settledBody } from "./SessionBody.js"
+import * as RunSpans from "./runSpans.js"
 
 /**
  * The one response path of every dialect: a run's session, pulled batch by batch, written as it goes (live) or
@@ -95,6 +95,18 @@ const noteTerminal = (out: ReadonlyArray<Emission>, ended: (t: Terminal) => void
 
 const internalError = () => new RunFailed({ reason: "internal error" })
 
+/** A response being counted (and traced): how it ended, or the error that kept it from running. */
+interface Tracked {
+  /** The request's run span, when the caller traces. */
+  readonly span: RunSpans.RunSpan | undefined
+  readonly ended: (t: Terminal) => void
+  readonly failed: (e: SubmitError) => void
+}
+
+/** A run's submission; traced, its error is the run span's (no run reported it). */
+const submitted = <A, R>(tracked: Tracked, effect: Effect.Effect<A, SubmitError, R>): Effect.Effect<A, SubmitError, R> =>
+  tracked.span === undefined ? effect : Effect.tapError(effect, (e) => Effect.sync(() => tracked.failed(e)))
+
 const logDefect = (defect: unknown) =>
   Effect.logError("stream failed with a defect").pipe(
     Effect.annotateLogs({ error: defect instanceof Error ? defect.message.slice(0, 500) : "defect" })
@@ -150,11 +162,13 @@ export const make = Effect.gen(function* () {
 
   /**
    * Counts the response (stream or not) by its outcome once it is over, whatever ended it; logs, once, what the
-   * request carried that its dialect did not forward.
+   * request carried that its dialect did not forward. When the caller traces, the request's run span begins here
+   * and ends with the response (its outcome, and the error that failed it before any run if one did).
    */
   const track = (request: ChatRequest, stream: boolean) =>
     Effect.gen(function* () {
       let terminal: Terminal | undefined
+      let failure: SubmitError | undefined
       const notForwarded = request.notForwarded
       if (notForwarded !== undefined) {
         yield* logAnnotated(LogLevel.Debug, "request parts not forwarded", () => {
@@ -164,14 +178,30 @@ export const make = Effect.gen(function* () {
         })
       }
       if (stream) yield* metrics.streamOpened
-      // One finalizer for both: the response's count, then the open-stream gauge (a gauge at 0 means every count is in).
-      const counted = Effect.suspend(() =>
-        metrics.request({ api: request.api, model: request.submit.model, stream, outcome: outcomeOf(terminal) })
-      )
-      yield* onClose(stream ? Effect.zipRight(counted, metrics.streamClosed) : counted)
-      return (t: Terminal) => {
-        terminal = t
-      }
+      // The run span begins in the step that registers the finalizer ending it (no step of its own).
+      return yield* Effect.withFiberRuntime<Tracked, never, Scope.Scope>((fiber) => {
+        const span = RunSpans.beginRun(fiber, request, stream)
+        // One finalizer for all: the span, the response's count, then the open-stream gauge (a gauge at 0 means
+        // every count is in).
+        const counted = Effect.suspend(() => {
+          const outcome = outcomeOf(terminal)
+          if (span !== undefined) {
+            RunSpans.endRun(span, failure === undefined ? outcome : "error", terminal?._tag === "Error" ? terminal.error : failure)
+          }
+          return metrics.request({ api: request.api, model: request.submit.model, stream, outcome })
+        })
+        const tracked: Tracked = {
+          span,
+          ended: (t) => {
+            terminal = t
+          },
+          failed: (e) => {
+            failure = e
+          }
+        }
+        const scope = Context.unsafeGet(fiber.currentContext, Scope.Scope)
+        return Effect.as(Scope.addFinalizer(scope, stream ? Effect.zipRight(counted, metrics.streamClosed) : counted), tracked)
+      })
     })
 
   /**
@@ -180,11 +210,12 @@ export const make = Effect.gen(function* () {
    * a run that failed before it started (an upstream rejection, unreachable, no node) fails here, to be answered
    * as an HTTP error.
    */
-  const open = (request: ChatRequest, ended: (t: Terminal) => void) =>
+  const open = (request: ChatRequest, tracked: Tracked) =>
     Effect.gen(function* () {
+      const { ended } = tracked
       const created = yield* createdNow
       if (request.policy.buffered) {
-        const result = yield* chat.collect(request)
+        const result = yield* submitted(tracked, chat.collect(request, tracked.span))
         ended(result.terminal)
         const failure = failureBeforeOutput(result.emissions)
         if (failure !== undefined) return yield* Effect.fail(failure)
@@ -192,7 +223,7 @@ export const make = Effect.gen(function* () {
         const emissions = result.terminal._tag === "Error" ? [result.terminal] : result.emissions
         return { _tag: "Collected", info: { runId: result.dispatch.runId, created }, emissions } satisfies Opened
       }
-      const run = yield* chat.open(request)
+      const run = yield* submitted(tracked, chat.open(request, tracked.span))
       // The response starts once the upstream accepted the run (or it produced something): a silent prefill
       // then gets its headers, the API's opening event and keep-alives at once, not a first byte minutes later.
       const opening = yield* run.opening
@@ -242,10 +273,10 @@ export const make = Effect.gen(function* () {
 
   const stream: Responder.Service["stream"] = (request, render) =>
     Effect.gen(function* () {
-      const ended = yield* track(request, true)
-      const opened = yield* open(request, ended)
+      const tracked = yield* track(request, true)
+      const opened = yield* open(request, tracked)
       const renderer = render(opened.info)
-      if (opened._tag === "Live") return yield* live(opened, renderer, ended)
+      if (opened._tag === "Live") return yield* live(opened, renderer, tracked.ended)
       const text = renderer.head + renderer.batch(opened.emissions)
       if (renderer.settle !== undefined) return settledBody(text, renderer.settle)
       return Readable.from([Buffer.from(text)], { objectMode: false })
@@ -258,8 +289,9 @@ export const make = Effect.gen(function* () {
   const items: Responder.Service["items"] = <A>(request: ChatRequest, render: (run: RunInfo) => ItemRenderer<A>) =>
     Stream.unwrapScoped(
       Effect.gen(function* () {
-        const ended = yield* track(request, true)
-        const opened = yield* open(request, ended)
+        const tracked = yield* track(request, true)
+        const { ended } = tracked
+        const opened = yield* open(request, tracked)
         const renderer = render(opened.info)
         let failure: RunOutcomeError | undefined
         const itemsOf = (batch: ReadonlyArray<Emission>, out: Array<A>): Array<A> => {
@@ -295,10 +327,10 @@ export const make = Effect.gen(function* () {
     render: (run: RunInfo, emissions: ReadonlyArray<Emission>) => Rendered<B>
   ) =>
     Effect.gen(function* () {
-      const ended = yield* track(request, false)
+      const tracked = yield* track(request, false)
       const created = yield* createdNow
-      const result = yield* chat.collect(request)
-      ended(result.terminal)
+      const result = yield* submitted(tracked, chat.collect(request, tracked.span))
+      tracked.ended(result.terminal)
       const rendered = render({ runId: result.dispatch.runId, created }, result.emissions)
       return rendered._tag === "Body" ? rendered.body : yield* Effect.fail(rendered.error)
     })

@@ -4,9 +4,11 @@ import * as LogLevel from "effect/LogLevel"
 import type { Metrics, Outcome, ToolCallsOutcome } from "../observability/Metrics.js"
 import type { OutputConstraint } from "../protocol/RunEvent.js"
 import { logAnnotated } from "../observability/Logging.js"
+import * as Tracing from "../observability/Tracing.js"
 import type { TokenTiming } from "../run/RunChannel.js"
 import type { RunDispatch } from "../run/RunHandle.js"
 import type { ChatRequest } from "./ChatRequest.js"
+import * as RunSpans from "./runSpans.js"
 import type * as Session from "./session.js"
 
 /** How a response or a run is counted, from its terminal (none: the caller left before it). */
@@ -72,9 +74,14 @@ export interface RunRecord {
   readonly attempt: number
   /** The most runs the request may use (its replays included): 1 for a live response. */
   readonly attempts: number
+  /** The attempt's span and its run's, when the request is traced. */
+  readonly spans?: RunSpans.AttemptSpans | undefined
 }
 
-/** The run's one report, written as it ends: its metrics and its summary log line, from the closed session. */
+/**
+ * The run's one report, written as it ends: its metrics, its summary log line and, when traced, its spans'
+ * attributes (the attempt's span ends here), from the closed session.
+ */
 export const report = (metrics: Metrics.Service, run: RunRecord): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { request, dispatch, folds, tokens } = run
@@ -104,7 +111,24 @@ export const report = (metrics: Metrics.Service, run: RunRecord): Effect.Effect<
     if (calls !== undefined) {
       yield* metrics.toolCalls({ model, outcome: calls, constraint: constraintOf(summary?.constraint) })
     }
+    const spans = run.spans
+    if (spans !== undefined) {
+      RunSpans.recordRun(spans, {
+        runId: dispatch.runId,
+        nodeId: dispatch.nodeId,
+        model,
+        attempt: run.attempt,
+        outcome,
+        finishReason: terminal?._tag === "Finish" ? terminal.finishReason : undefined,
+        error: terminal?._tag === "Error" ? terminal.error : undefined,
+        usage: summary?.usage,
+        toolCalls: summary?.toolCalls ?? 0,
+        ttftMs
+      })
+    }
     yield* logAnnotated(LogLevel.Info, "run finished", () => ({
+      // Traced: the line is the attempt span's (the request's trace), for a log search by trace id.
+      ...(spans === undefined ? undefined : Tracing.logIds(spans.attempt.span)),
       run_id: dispatch.runId,
       node_id: dispatch.nodeId,
       api: request.api,

@@ -4,12 +4,14 @@ import * as Schema from "effect/Schema"
 import { BusConfig, NodeSettings } from "../node/nats/BusConfig.js"
 import { ModelConfig } from "../node/ModelConfig.js"
 import { LogConfig } from "../observability/Logging.js"
+import { TelemetryConfig } from "../observability/Telemetry.js"
 import type { ModelOptions } from "../protocol/ModelOptions.js"
 import { ResponsesConfig } from "../store/StoreConfig.js"
 
 // The planes' own schemas, composed here: re-exported so that the config's parts can be named from one module.
 export { ModelConfig } from "../node/ModelConfig.js"
 export { LogConfig } from "../observability/Logging.js"
+export { OtlpConfig, TelemetryConfig } from "../observability/Telemetry.js"
 export {
   findModel,
   ModelOptions,
@@ -134,6 +136,8 @@ export const EdgeConfigSchema = Schema.Struct({
   log: Schema.optionalWith(LogConfig, { default: () => LogConfig.make({}) }),
   /** The Responses API's stored responses: in memory (default), on NATS JetStream key-value, or none. */
   responses: Schema.optionalWith(ResponsesConfig, { default: () => ResponsesConfig.make({}) }),
+  /** Traces: exported over OTLP/HTTP when `otlp.endpoint` is set (`iop edge`, `iop node`). */
+  telemetry: Schema.optionalWith(TelemetryConfig, { default: () => TelemetryConfig.make({}) }),
   models: Schema.optionalWith(
     Schema.Array(ModelConfig).pipe(Schema.filter(uniqueModelIds)),
     { default: () => [defaultEchoModel()] }

@@ -29,10 +29,11 @@ import { Shutdown } from "./Shutdown.js"
 import { nodeSource } from "./nodeSource.js"
 import { fromNodeServer, Listener } from "./Listener.js"
 import { decide, makeOriginPolicy, type OriginDecision } from "./origin.js"
-import { routeLabel } from "../observability/routeLabel.js"
+import { type RouteLabel, routeLabel, UNMATCHED } from "../observability/routeLabel.js"
+import * as Tracing from "../observability/Tracing.js"
 import { type EdgeRoute, errorResponse, makeRoutes, notFound, toRouter } from "./routes.js"
 import { applyPlan, planUnread } from "./unreadBody.js"
-import { annotateFiberLogs, onCloseLogged } from "../common/onClose.js"
+import { annotateFiberLogs, onCloseLogged, onCloseSync } from "../common/onClose.js"
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
@@ -75,10 +76,19 @@ const edgeMiddleware = (
       const request = yield* HttpServerRequest.HttpServerRequest
       const given = request.headers["x-request-id"]
       const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
-      const startedAt = yield* Clock.currentTimeMillis
-      yield* annotateFiberLogs({ request_id: requestId })
+      const route = routeLabel(request.url)
+      const { startedAt, span } = yield* beginRequest(request, route)
+      yield* annotateFiberLogs(
+        span === undefined ? { request_id: requestId } : { request_id: requestId, ...Tracing.logIds(span.span) }
+      )
       yield* lifecycle.track
-      const routed = yield* browserGate(decide(policy, request), app)
+      // Registered before the app's own finalizers, so it runs after them: the span ends after the run's.
+      let status: number | undefined
+      if (span !== undefined) {
+        span.span.attribute("iop.request_id", requestId)
+        yield* onCloseSync(() => endRequestSpan(span, status))
+      }
+      const routed = yield* browserGate(decide(policy, request), span === undefined ? app : Effect.withParentSpan(app, span.span))
       const source = nodeSource(request)
       let response = routed
       // Behind a web handler (`HttpApp.toWebHandler`) there is no connection of the edge's to close or drain.
@@ -92,8 +102,8 @@ const edgeMiddleware = (
         const plan = unread._tag === "Keep" && (yield* lifecycle.draining) ? ({ _tag: "Close" } as const) : unread
         response = applyPlan(routed, plan, source, server.requestTimeoutMs)
       }
+      status = response.status
       const path = request.url.split("?")[0] ?? request.url
-      const route = routeLabel(request.url)
       yield* onCloseLogged(
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
@@ -109,6 +119,45 @@ const edgeMiddleware = (
       )
       return HttpServerResponse.setHeader(response, "x-request-id", requestId)
     })
+}
+
+/** Routes whose requests get no span: probes and scrapes, not the traffic a trace is for. */
+const UNTRACED: ReadonlySet<RouteLabel> = new Set(["/healthz", "/metrics"])
+
+/**
+ * When the request started and, when the fiber traces, its span (SERVER, `{method} {route}`): a child of the span
+ * the request already runs in (a host app's) or of the client's `traceparent`. One step, traced or not.
+ */
+const beginRequest = (
+  request: HttpServerRequest.HttpServerRequest,
+  route: RouteLabel
+): Effect.Effect<{ readonly startedAt: number; readonly span: Tracing.EdgeSpan | undefined }> =>
+  Effect.withFiberRuntime((fiber) => {
+    const startedAt = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+    const matched = route === UNMATCHED ? undefined : route
+    const span = UNTRACED.has(route)
+      ? undefined
+      : Tracing.begin(
+        fiber,
+        matched === undefined ? request.method : `${request.method} ${matched}`,
+        "server",
+        Tracing.requestParent(fiber, request.headers["traceparent"])
+      )
+    if (span !== undefined) {
+      Tracing.annotate(span.span, {
+        "http.request.method": request.method,
+        "http.route": matched,
+        "url.path": request.url.split("?")[0]
+      })
+    }
+    return Effect.succeed({ startedAt, span })
+  })
+
+/** The request's span ends with its answer's status (an error at 5xx); none when the client left first. */
+const endRequestSpan = (span: Tracing.EdgeSpan, status: number | undefined): void => {
+  if (status !== undefined) span.span.attribute("http.response.status_code", status)
+  if (status !== undefined && status >= 500) span.span.attribute("error.type", String(status))
+  Tracing.end(span, status !== undefined && status >= 500 ? new Error(`HTTP ${status}`) : undefined)
 }
 
 /** A middleware that keeps the app's error and requirement types (the platform's `HttpMiddleware` erases them). */

@@ -111,6 +111,11 @@ export const SubmitRunRequest = Schema.Struct({
    * constrains the replay to a valid call of this tool; one that cannot replays the request exactly.
    */
   replayTool: Schema.optional(Schema.String),
+  /**
+   * The W3C `traceparent` of the span this run belongs to (the edge's attempt span), when the edge traces: the
+   * node continues it and a provider sends it to its upstream, so the upstream's spans join the request's trace.
+   */
+  traceparent: Schema.optional(Schema.String),
   /** Trace flags, and on a retry `attempt`, `failed_run_id` and `reason`. */
   metadata: Schema.Record({ key: Schema.String, value: Schema.String })
 })

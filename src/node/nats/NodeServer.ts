@@ -25,6 +25,8 @@ import * as NatsBus from "./NatsBus.js"
 import { NatsConnection } from "./NatsBus.js"
 import { makePublisher, type RunPublisher } from "./RunPublisher.js"
 import * as P from "./protocol.js"
+import { continueRun } from "./runSpan.js"
+import * as Tracing from "../../observability/Tracing.js"
 
 export { NodeSettings } from "./BusConfig.js"
 
@@ -168,7 +170,15 @@ export const serve = (
         bus.unsafePublish(replyTo, ACCEPTED)
         // Added first, so run last: the slot is given back once the provider has stopped.
         return Scope.addFinalizer(scope, Effect.sync(() => runs.get(start.runId) === run && runs.delete(start.runId))).pipe(
-          Effect.zipRight(node.execute(start.runId, start.request, run.sink).pipe(Scope.extend(scope))),
+          Effect.zipRight(Effect.withFiberRuntime((fiber) => {
+            const traced = continueRun(fiber, options.nodeId, start)
+            const span = traced.span
+            const execute = node.execute(start.runId, traced.request, run.sink).pipe(Scope.extend(scope))
+            // The node's span of the run ends as the run's scope closes (its provider stopped).
+            return span === undefined
+              ? execute
+              : Effect.zipRight(Scope.addFinalizer(scope, Effect.sync(() => Tracing.end(span))), execute)
+          })),
           Effect.catchAllCause((cause) =>
             Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("run failed to start", cause).pipe(
               Effect.zipRight(Effect.sync(() => run.sink.emit([RunEvent.failed("the node failed to start the run")])))

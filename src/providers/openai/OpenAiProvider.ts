@@ -116,7 +116,7 @@ export const make = (options: Options): Effect.Effect<Provider, never, NodeHttpC
           })
         )
         const whole = request.wholeAnswer === true
-        return onCloseSync(run.close).pipe(Effect.zipRight(Effect.sync(() => run.connect(target, body, whole))))
+        return onCloseSync(run.close).pipe(Effect.zipRight(Effect.sync(() => run.connect(target, body, whole, request.traceparent))))
       })
 
     // Only a request that needs a constraint waits for the kind (a probe, the first time): no other ever causes one.

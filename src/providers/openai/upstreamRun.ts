@@ -121,18 +121,22 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     private readonly heard?: (server: string | ReadonlyArray<string> | undefined) => void
   ) {}
 
-  /** Sends the request; everything after it happens in undici's callbacks, so a run has no fiber of its own. */
-  connect(target: Target, body: string, whole: boolean): void {
+  /**
+   * Sends the request; everything after it happens in undici's callbacks, so a run has no fiber of its own.
+   * `traceparent`: the trace the request belongs to (the edge's, when it traces), for the upstream to continue.
+   */
+  connect(target: Target, body: string, whole: boolean, traceparent?: string): void {
     if (this.state._tag !== "connecting") return
     this.whole = whole
     this.dispatcher = target.dispatcher
     // Nothing comes back before the whole answer's end: the run's idle bound cannot see it computing.
     if (whole) this.sink.awaitWhole?.(true)
+    const headers = whole ? target.wholeHeaders : target.headers
     this.request = {
       origin: target.origin,
       path: target.path,
       method: "POST",
-      headers: whole ? target.wholeHeaders : target.headers,
+      headers: traceparent === undefined ? headers : { ...headers, traceparent },
       body,
       headersTimeout: HEADERS_TIMEOUT_MS,
       bodyTimeout: 0
