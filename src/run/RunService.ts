@@ -8,19 +8,12 @@ import * as Scope from "effect/Scope"
 import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import { randomBytes } from "node:crypto"
-import {
-  NodeDisconnected,
-  type NodeUnavailable,
-  RunCancelled,
-  type RunError,
-  RunIdle,
-  type SubmitError,
-  WriteStalled
-} from "../protocol/errors.js"
+import { NodeDisconnected, RunCancelled, type RunError, RunIdle, type SubmitError, WriteStalled } from "../protocol/errors.js"
+import { NodeAttempts } from "./NodeAttempts.js"
 import { type NodeLease, NodeRegistry } from "./NodeRegistry.js"
 import { RunChannel } from "./RunChannel.js"
 import { handleOf, type RunHandle } from "./RunHandle.js"
-import { type NodeId, RunId } from "../protocol/RunEvent.js"
+import { RunId } from "../protocol/RunEvent.js"
 import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 import * as Watchdog from "./Watchdog.js"
 
@@ -60,9 +53,6 @@ export interface RunServiceOptions {
 
 export const DEFAULT_WHOLE_ANSWER_TIMEOUT_MS = 600_000
 
-/** Nodes a run is offered to before a refusal reaches the caller. */
-const MAX_NODE_ATTEMPTS = 3
-
 // A random prefix per process and a counter: unique across edges, and cheaper than random bytes per run.
 const RUN_PREFIX = randomBytes(9).toString("base64url")
 let runCounter = 0
@@ -90,43 +80,6 @@ export const make = (
     const wholeMs = Math.max(options.wholeAnswerTimeoutMs ?? DEFAULT_WHOLE_ANSWER_TIMEOUT_MS, idleMs)
     const nextRunId = options.runIds ?? newRunId
     const active = new Set<Active>()
-
-    /** Takes a slot and starts the run there; a node that refuses gives its slot back at once and the next is tried. */
-    const dispatch = (runScope: Scope.Scope, runId: RunId, request: SubmitRunRequest, channel: RunChannel) =>
-      Effect.gen(function* () {
-        const excluded = new Set<NodeId>()
-        let sent = request
-        let refused: NodeUnavailable | undefined
-        for (;;) {
-          const leaseScope = yield* Scope.fork(runScope, ExecutionStrategy.sequential)
-          const started = yield* registry.acquire(request.model, excluded).pipe(
-            Effect.tap((lease) => lease.node.start(runId, sent, channel)),
-            Scope.extend(leaseScope),
-            Effect.either
-          )
-          if (started._tag === "Right") return started.right
-          yield* Scope.close(leaseScope, Exit.void)
-          const error: SubmitError = started.left
-          // After a refusal, "no other node" is still that refusal: every node that could run it said no.
-          if (error._tag !== "NodeUnavailable") return yield* Effect.fail(refused ?? error)
-          if (excluded.size + 1 >= MAX_NODE_ATTEMPTS) return yield* Effect.fail(error)
-          refused = error
-          excluded.add(error.nodeId)
-          yield* Effect.logDebug("node unavailable; trying another").pipe(
-            Effect.annotateLogs({ runId, nodeId: error.nodeId, reason: error.reason })
-          )
-          // The next node is told which attempt this is and which node refused it.
-          sent = {
-            ...sent,
-            metadata: {
-              ...sent.metadata,
-              node_attempt: String(excluded.size + 1),
-              failed_node_id: error.nodeId,
-              node_failure: error.reason
-            }
-          }
-        }
-      })
 
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
@@ -158,12 +111,22 @@ export const make = (
       // The channel's `fail` (what a transport calls) is `terminate`, as for every other early end.
       const channel: RunChannel = new RunChannel(now, (error) => terminate(entry, error))
       const entry: Active = { channel, scope: undefined, closing: undefined, terminated: false }
-      const lease: NodeLease = yield* dispatch(runScope, runId, request, channel).pipe(
-        Effect.onError(() => Scope.close(runScope, Exit.void))
-      )
+      // Node loss ends the run, on whichever node has it (after a failover too).
+      const watch = (lease: NodeLease) => {
+        const nodeId = lease.node.id
+        lease.onGone(() => terminate(entry, new NodeDisconnected({ nodeId })))
+      }
+      const attempts = new NodeAttempts({
+        registry,
+        runId,
+        channel,
+        runScope,
+        fork: (effect) => void runFork(Effect.forkIn(effect, runScope)),
+        onNode: watch
+      }, request)
+      const first: NodeLease = yield* attempts.start.pipe(Effect.onError(() => Scope.close(runScope, Exit.void)))
       entry.scope = runScope
-      const nodeId = lease.node.id
-      lease.onGone(() => terminate(entry, new NodeDisconnected({ nodeId })))
+      watch(first)
       active.add(entry)
       const unwatch = watchdog.watch({
         get dueAt() {
@@ -175,10 +138,21 @@ export const make = (
       yield* Scope.addFinalizer(runScope, Effect.sync(() => {
         active.delete(entry)
         unwatch()
+        attempts.settle()
       }))
       // Ended early while it was being dispatched: its scope closes now that it is known.
       if (entry.terminated) entry.closing = runFork(Scope.close(runScope, Exit.void))
-      return handleOf({ runId, nodeId, model: request.model }, channel)
+      const lease = () => attempts.lease ?? first
+      return handleOf({
+        runId,
+        model: request.model,
+        get nodeId() {
+          return lease().node.id
+        },
+        get route() {
+          return lease().route
+        }
+      }, channel)
     })
 
     const cancelAll = (reason: string, timeout: Duration.DurationInput = Duration.seconds(1)) =>

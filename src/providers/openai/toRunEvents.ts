@@ -278,7 +278,7 @@ export const feed = (state: MapperState, input: StreamInput): Emit => {
     case "Malformed":
       return [state, [RunEvent.failed(input.message)]]
     case "TransportFailed":
-      return [state, [RunEvent.failed(input.message)]]
+      return [state, [RunEvent.transportFailed(input.message, "broken")]]
     case "End":
       // Without `[DONE]`, a finish_reason still means the upstream finished (some servers omit `[DONE]`).
       return [state, [state.finishReason !== undefined ? finish(state) : RunEvent.failed(EARLY_END_MESSAGE)]]
