@@ -12,7 +12,7 @@ import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 import { onCloseSync } from "../common/onClose.js"
 import { findModel as findByName, type ModelOptions, type RoutingPolicy } from "../protocol/ModelOptions.js"
 import { type AffinityIndex, makeAffinityIndex } from "./routing/affinityIndex.js"
-import { HEALTHY, type Health, isEjected, observe, type RunHealth } from "./routing/health.js"
+import { HEALTHY, type Health, isEjected, observe, recover, type RunHealth } from "./routing/health.js"
 import type { PrefixBlocks } from "./routing/prefix.js"
 import { type Candidate, type RouteReason, route } from "./routing/route.js"
 
@@ -110,7 +110,10 @@ export declare namespace NodeRegistry {
       model: string,
       options?: AcquireOptions
     ) => Effect.Effect<NodeLease, SubmitError, Scope.Scope>
-    /** An active health check's answer for a node (`true`: it recovers at once; `false`: it is ejected). */
+    /**
+     * An active health check's answer for a node: `false` ejects it (as an unreachable upstream does); `true` ends
+     * its ejection (it is on probation: its next failure ejects it again).
+     */
     readonly checked: (nodeId: NodeId, healthy: boolean) => Effect.Effect<void>
     readonly nodes: Effect.Effect<ReadonlyArray<NodeStatus>>
     /**
@@ -223,11 +226,13 @@ export const makeWith = (options: RegistryOptions = {}): Effect.Effect<NodeRegis
         })
     ).pipe(Effect.asVoid)
 
-  /** The node's health after `outcome`; an ejection or a recovery is logged. */
-  const judge = (entry: Entry, outcome: RunHealth): void => {
+  /** The node's health after `outcome` (a run's, or a check's); an ejection or a recovery is logged. */
+  const judge = (entry: Entry, outcome: RunHealth | "checked"): void => {
     const at = now()
     const was = isEjected(entry.health, at)
-    const next = observe(entry.health, outcome, at)
+    const next = outcome === "checked"
+      ? { health: recover(entry.health, at), ejected: false }
+      : observe(entry.health, outcome, at)
     entry.health = next.health
     if (next.ejected) {
       runFork(Effect.logWarning("node ejected").pipe(Effect.annotateLogs({
@@ -303,7 +308,7 @@ export const makeWith = (options: RegistryOptions = {}): Effect.Effect<NodeRegis
   const checked = (nodeId: NodeId, healthy: boolean) =>
     Effect.sync(() => {
       const entry = entries.get(nodeId)
-      if (entry !== undefined) judge(entry, healthy ? "ok" : "unreachable")
+      if (entry !== undefined) judge(entry, healthy ? "checked" : "unreachable")
     })
 
   const update = (node: NodeConnection) =>

@@ -62,6 +62,12 @@ export const observe = (
 }
 
 /**
+ * A passing active check (`/health` answered 200): an ejected node is on probation at once (its next failure ejects
+ * it again, for the doubled backoff); a node in service is left as it is (its runs say more than the check).
+ */
+export const recover = (h: Health, now: number): Health => (isEjected(h, now) ? { ...h, ejectedUntil: now } : h)
+
+/**
  * A failure before the upstream accepted the run that another node may not share: no answer, a broken answer, an
  * HTTP 5xx. A 4xx is the request's own (it would fail anywhere); nothing was written to the caller yet.
  */

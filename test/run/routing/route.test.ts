@@ -17,6 +17,8 @@ const pool = fc.array(fc.nat({ max: 12 }), { minLength: 2, maxLength: 6 }).map((
   }))
 )
 
+const policies = fc.constantFrom(...(["affinity", "least_busy", "round_robin"] as const))
+
 const least = (cs: ReadonlyArray<Candidate>) => Math.min(...cs.map((c) => c.inFlight))
 
 const affinity = (matches: ReadonlyMap<string, number>, turn = 0): RouteInput => ({
@@ -78,7 +80,7 @@ describe("routing decisions (pure)", () => {
 
   it.prop(
     "an ejected node gets nothing while another can take the run, whatever it holds, whatever the policy",
-    [pool, fc.nat(), fc.integer({ min: 0, max: 40 }), fc.constantFrom("affinity", "least_busy", "round_robin"), fc.nat()],
+    [pool, fc.nat(), fc.integer({ min: 0, max: 40 }), policies, fc.nat()],
     ([candidates, pick, depth, policy, turn]) => {
       const ejected = candidates[pick % candidates.length]!
       const nodes = candidates.map((c) => (c === ejected ? { ...c, ejected: true, inFlight: 0 } : c))
@@ -89,7 +91,7 @@ describe("routing decisions (pure)", () => {
 
   it.prop(
     "a full node is never chosen; no choice only when every node is full; all ejected: still served",
-    [pool, fc.array(fc.boolean(), { minLength: 6, maxLength: 6 }), fc.boolean(), fc.constantFrom("affinity", "least_busy", "round_robin")],
+    [pool, fc.array(fc.boolean(), { minLength: 6, maxLength: 6 }), fc.boolean(), policies],
     ([candidates, full, allEjected, policy]) => {
       const nodes = candidates.map((c, i) => ({
         ...c,
