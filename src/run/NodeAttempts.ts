@@ -51,6 +51,11 @@ export class NodeAttempts {
     return this.latest
   }
 
+  /** Which node the run is on: 1 for the first, one more for each that refused or failed it. */
+  get attempt(): number {
+    return this.excluded.size + 1
+  }
+
   private readonly prefix = (): PrefixBlocks => (this.blocks ??= prefixBlocks(this.request))
 
   private get attemptsLeft(): boolean {

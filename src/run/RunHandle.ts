@@ -14,6 +14,8 @@ export interface RunDispatch {
   readonly model: string
   /** Why it went to that node (absent for a run that was not routed: a test kit's). */
   readonly route?: RouteDecision
+  /** Which node it is on, counting those that refused or failed it before it was accepted (1: the first). */
+  readonly nodeAttempt?: number
 }
 
 /**

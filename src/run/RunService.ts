@@ -151,6 +151,9 @@ export const make = (
         },
         get route() {
           return lease().route
+        },
+        get nodeAttempt() {
+          return attempts.attempt
         }
       }, channel)
     })
