@@ -9,7 +9,7 @@ import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 import type { NodeLease, NodeRegistry } from "./NodeRegistry.js"
 import type { RunChannel } from "./RunChannel.js"
 import { healthOf, isNodeFault } from "./routing/health.js"
-import { type PrefixBlocks, prefixBlocks } from "./routing/prefix.js"
+import { type PromptBlocks, promptBlocks } from "./routing/prefix.js"
 
 /** Nodes a run is offered to before a refusal or a node's failure reaches the caller. */
 export const MAX_NODE_ATTEMPTS = 3
@@ -36,7 +36,7 @@ export interface AttemptsContext {
 export class NodeAttempts {
   private readonly excluded = new Set<NodeId>()
   private sent: SubmitRunRequest
-  private blocks: PrefixBlocks | undefined = undefined
+  private blocks: PromptBlocks | undefined = undefined
   /** The node that has the run now, and the scope its slot is held in. */
   private current: { readonly lease: NodeLease; readonly scope: Scope.CloseableScope } | undefined = undefined
   /** The last node that took the run (it stays while the run is on its way to the next). */
@@ -56,7 +56,7 @@ export class NodeAttempts {
     return this.excluded.size + 1
   }
 
-  private readonly prefix = (): PrefixBlocks => (this.blocks ??= prefixBlocks(this.request))
+  private readonly prefix = (): PromptBlocks => (this.blocks ??= promptBlocks(this.request))
 
   private get attemptsLeft(): boolean {
     return this.excluded.size + 1 < MAX_NODE_ATTEMPTS

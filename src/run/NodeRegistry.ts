@@ -13,7 +13,7 @@ import { onCloseSync } from "../common/onClose.js"
 import { findModel as findByName, type ModelOptions, type RoutingPolicy } from "../protocol/ModelOptions.js"
 import { type AffinityIndex, makeAffinityIndex } from "./routing/affinityIndex.js"
 import { HEALTHY, type Health, isEjected, observe, recover, type RunHealth } from "./routing/health.js"
-import type { PrefixBlocks } from "./routing/prefix.js"
+import type { PromptBlocks } from "./routing/prefix.js"
 import { type Candidate, type RouteReason, route } from "./routing/route.js"
 
 /** A node as the edge reaches it through some transport. */
@@ -80,7 +80,7 @@ export interface AcquireOptions {
   /** Nodes not to offer it to (they refused it, or it failed there). */
   readonly exclude?: ReadonlySet<NodeId>
   /** Its prompt's block hashes (`prefix.ts`), asked for only when the model's policy is affinity and there is a choice. */
-  readonly prefix?: () => PrefixBlocks
+  readonly prefix?: () => PromptBlocks
 }
 
 /** One registered node. Mutable, owned by the registry: every change is synchronous. */
@@ -160,6 +160,8 @@ const offerOf = (e: Entry, now: number): Offer => {
   }
 }
 
+const NO_PROMPT: PromptBlocks = { blocks: [], shared: 0 }
+
 /** The model's policy, as the first node that says one serves it; affinity by default. */
 const policyOf = (offers: ReadonlyArray<Offer>, model: string): RoutingPolicy => {
   for (const o of offers) {
@@ -182,7 +184,7 @@ export const makeWith = (options: RegistryOptions = {}): Effect.Effect<NodeRegis
   const clock = yield* Effect.clock
   const now = () => clock.unsafeCurrentTimeMillis()
   const index: AffinityIndex = makeAffinityIndex(options.indexBlocks)
-  // Each model's round-robin turn.
+  // Each model's turn: round robin's, and affinity's among equally idle nodes.
   const turns = new Map<string, number>()
   // Health changes are logged from wherever they are heard (a run's finalizer, a check's fiber).
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
@@ -258,12 +260,16 @@ export const makeWith = (options: RegistryOptions = {}): Effect.Effect<NodeRegis
     const policy = policyOf(offers, model)
     const turn = turns.get(model) ?? 0
     // Hashed once per acquire, only when there is a choice now or there may be one at the next run.
-    let blocks: PrefixBlocks | undefined
-    const prefix = () => (blocks ??= options?.prefix?.() ?? [])
-    const choice = route(offers, { policy, turn, matches: () => index.matches(prefix(), offers.length) })
+    let prompt: PromptBlocks | undefined
+    const blocks = () => (prompt ??= options?.prefix?.() ?? NO_PROMPT)
+    const choice = route(offers, {
+      policy,
+      turn,
+      prompt: () => ({ matched: index.matches(blocks().blocks, offers.length), shared: blocks().shared })
+    })
     if (choice === undefined) return new NodesAtCapacity({ model })
-    if (policy === "round_robin") turns.set(model, turn + 1)
-    if (policy === "affinity" && offers.length > 1) index.record(prefix(), choice.node.id)
+    turns.set(model, turn + 1)
+    if (policy === "affinity" && offers.length > 1) index.record(blocks().blocks, choice.node.id)
     return {
       entry: choice.node.entry,
       route: { reason: choice.reason, matchedBlocks: choice.matchedBlocks, alternatives: offers.length - 1 }

@@ -69,8 +69,18 @@ const feedMessage = (lanes: Lanes, m: ChatMessage): void => {
 
 const isInstruction = (m: ChatMessage): boolean => m.role === "system" || m.role === "developer"
 
+/** A prompt's blocks, and how many lead it that every conversation of the same agent shares (its instructions, tools). */
+export interface PromptBlocks {
+  readonly blocks: PrefixBlocks
+  /** The leading system/developer messages and the tools: a match no deeper than this is not of the conversation. */
+  readonly shared: number
+}
+
 /** The chained block hashes of `request`'s prompt (see above); empty for an empty prompt. */
-export const prefixBlocks = (request: Pick<SubmitRunRequest, "model" | "messages" | "tools">): PrefixBlocks => {
+export const prefixBlocks = (request: Pick<SubmitRunRequest, "model" | "messages" | "tools">): PrefixBlocks =>
+  promptBlocks(request).blocks
+
+export const promptBlocks = (request: Pick<SubmitRunRequest, "model" | "messages" | "tools">): PromptBlocks => {
   const lanes: Lanes = { h1: 0xdeadbeef, h2: 0x41c6ce57 }
   feed(lanes, request.model)
   close(lanes)
@@ -87,9 +97,10 @@ export const prefixBlocks = (request: Pick<SubmitRunRequest, "model" | "messages
     feed(lanes, JSON.stringify(request.tools))
     blocks.push(close(lanes))
   }
+  const shared = blocks.length
   for (; i < messages.length; i++) {
     feedMessage(lanes, messages[i]!)
     blocks.push(close(lanes))
   }
-  return blocks
+  return { blocks, shared }
 }

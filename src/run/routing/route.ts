@@ -13,7 +13,8 @@ export type { RoutingPolicy }
  * - `only`: one node could take it (the others full, ejected or excluded);
  * - `affinity`: the node that was sent the longest prefix of this prompt, under the load bound;
  * - `spill`: the node(s) holding the longest prefix were over the load bound: a shorter match, or the least busy;
- * - `no_match`: no node was sent any prefix of it: the least busy;
+ * - `no_match`: no node was sent this conversation (at most the instructions and tools every one shares): the least
+ *   busy;
  * - `least_busy`, `round_robin`: the model's policy.
  */
 export type RouteReason = "only" | "affinity" | "spill" | "no_match" | "least_busy" | "round_robin"
@@ -49,14 +50,28 @@ export const DEFAULT_LOAD_BOUND: LoadBound = { slack: 2, factor: 0.5 }
 
 const load = (c: Candidate): number => c.inFlight / c.weight
 
-/** Least load per unit of weight, then fewest runs, then the first (registration order). */
-export const leastBusy = <C extends Candidate>(pool: ReadonlyArray<C>): C | undefined => {
+const NO_DEPTH = (): number => 0
+
+/**
+ * Least load per unit of weight, then fewest runs, then the deepest match (`depth`); among equals the first from
+ * `from` on (a rotating start spreads new conversations over idle nodes).
+ */
+export const leastBusy = <C extends Candidate>(
+  pool: ReadonlyArray<C>,
+  depth: (c: C) => number = () => 0,
+  from = 0
+): C | undefined => {
   let best: C | undefined
-  for (const c of pool) {
-    if (best === undefined || load(c) < load(best) || (load(c) === load(best) && c.inFlight < best.inFlight)) best = c
+  for (let i = 0; i < pool.length; i++) {
+    const c = pool[(from + i) % pool.length]!
+    if (best === undefined || busier(best, c, depth) > 0) best = c
   }
   return best
 }
+
+/** > 0 when `a` is busier than `b` (or as busy with a shallower match). */
+const busier = <C extends Candidate>(a: C, b: C, depth: (c: C) => number): number =>
+  load(a) - load(b) || a.inFlight - b.inFlight || depth(b) - depth(a)
 
 /**
  * The nodes a run may go to: those with a free slot, and of those the healthy ones — unless every one with a free
@@ -72,44 +87,54 @@ export const poolOf = <C extends Candidate>(candidates: ReadonlyArray<C>): Reado
 export const overBound = (c: Candidate, least: number, bound: LoadBound): boolean =>
   c.inFlight > least + Math.max(bound.slack, bound.factor * least)
 
+/** What the affinity index knows of a prompt: how deep each node's match goes, and how deep a shared one goes. */
+export interface PromptMatch {
+  /** Node id → the leading blocks of the prompt it was sent. */
+  readonly matched: ReadonlyMap<string, number>
+  /** Leading blocks every conversation of the agent shares (instructions, tools): `PromptBlocks.shared`. */
+  readonly shared: number
+}
+
 /**
- * Affinity: among the pool's nodes under the load bound, the one that was sent the longest prefix (`matched`:
- * node id → leading blocks it was sent); equal matches go to the least busy. A node over the bound is passed
- * over for a shorter match or, with none, the least busy.
+ * Affinity: among the pool's nodes under the load bound, the one that was sent the longest prefix of this
+ * conversation; equal matches go to the least busy. A node over the bound is passed over for a shorter match or,
+ * with none, the least busy. A match no deeper than the shared blocks (a new conversation with the agent's usual
+ * instructions and tools) is no reason to pile new conversations on one node: it goes to the least busy, equals
+ * taken in turn (`turn`), so that conversations spread over idle nodes.
  */
 export const byAffinity = <C extends Candidate>(
   pool: ReadonlyArray<C>,
-  matched: ReadonlyMap<string, number>,
-  bound: LoadBound = DEFAULT_LOAD_BOUND
+  prompt: PromptMatch,
+  bound: LoadBound = DEFAULT_LOAD_BOUND,
+  turn = 0
 ): Choice<C> | undefined => {
+  const depth = (c: C) => prompt.matched.get(c.id) ?? 0
   let least = Number.POSITIVE_INFINITY
   let deepest = 0
   for (const c of pool) {
     least = Math.min(least, c.inFlight)
-    deepest = Math.max(deepest, matched.get(c.id) ?? 0)
+    deepest = Math.max(deepest, depth(c))
   }
   let best: C | undefined
-  let bestDepth = 0
   for (const c of pool) {
-    const depth = matched.get(c.id) ?? 0
-    if (depth === 0 || overBound(c, least, bound)) continue
-    if (depth > bestDepth || (depth === bestDepth && best !== undefined && leastBusy([best, c]) === c)) {
-      best = c
-      bestDepth = depth
-    }
+    const d = depth(c)
+    if (d <= prompt.shared || overBound(c, least, bound)) continue
+    if (best === undefined || d > depth(best) || (d === depth(best) && busier(best, c, depth) > 0)) best = c
   }
-  if (best !== undefined) return { node: best, reason: bestDepth === deepest ? "affinity" : "spill", matchedBlocks: bestDepth }
-  const node = leastBusy(pool)
+  if (best !== undefined) {
+    return { node: best, reason: depth(best) === deepest ? "affinity" : "spill", matchedBlocks: depth(best) }
+  }
+  const node = leastBusy(pool, NO_DEPTH, turn % pool.length)
   if (node === undefined) return undefined
-  return { node, reason: deepest > 0 ? "spill" : "no_match", matchedBlocks: matched.get(node.id) ?? 0 }
+  return { node, reason: deepest > prompt.shared ? "spill" : "no_match", matchedBlocks: depth(node) }
 }
 
 export interface RouteInput {
   readonly policy: RoutingPolicy
-  /** The model's round-robin turn (a counter the registry moves on per choice). */
+  /** The model's turn (a counter the registry moves on per choice): round robin's, and affinity's among equals. */
   readonly turn: number
-  /** Matches of the prompt's prefix, computed only when the policy is affinity and there is a choice to make. */
-  readonly matches: () => ReadonlyMap<string, number>
+  /** The prompt's matches in the affinity index, asked for only when the policy is affinity and there is a choice. */
+  readonly prompt: () => PromptMatch
   readonly bound?: LoadBound
 }
 
@@ -125,6 +150,6 @@ export const route = <C extends Candidate>(candidates: ReadonlyArray<C>, input: 
     case "round_robin":
       return { node: pool[input.turn % pool.length] ?? first, reason: "round_robin", matchedBlocks: 0 }
     case "affinity":
-      return byAffinity(pool, input.matches(), input.bound)
+      return byAffinity(pool, input.prompt(), input.bound, input.turn)
   }
 }

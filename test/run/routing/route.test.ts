@@ -21,10 +21,10 @@ const policies = fc.constantFrom(...(["affinity", "least_busy", "round_robin"] a
 
 const least = (cs: ReadonlyArray<Candidate>) => Math.min(...cs.map((c) => c.inFlight))
 
-const affinity = (matches: ReadonlyMap<string, number>, turn = 0): RouteInput => ({
+const affinity = (matched: ReadonlyMap<string, number>, shared = 0): RouteInput => ({
   policy: "affinity",
-  turn,
-  matches: () => matches
+  turn: 0,
+  prompt: () => ({ matched, shared })
 })
 
 const session = fc.array(fc.string({ maxLength: 40 }), { minLength: 1, maxLength: 12 })
@@ -55,7 +55,7 @@ describe("routing decisions (pure)", () => {
       const before = prefixBlocks(requestOf(history))
       index.record(before, holder.id)
       const after = prefixBlocks(requestOf([...history, ...next]))
-      const choice = route(nodes, affinity(index.matches(after, nodes.length)))
+      const choice = route(nodes, affinity(index.matches(after, nodes.length), 2))
       expect(choice?.node.id).toBe(holder.id)
       expect(choice?.reason).toBe("affinity")
       expect(choice?.matchedBlocks).toBe(before.length)
@@ -84,7 +84,7 @@ describe("routing decisions (pure)", () => {
     ([candidates, pick, depth, policy, turn]) => {
       const ejected = candidates[pick % candidates.length]!
       const nodes = candidates.map((c) => (c === ejected ? { ...c, ejected: true, inFlight: 0 } : c))
-      const choice = route(nodes, { policy, turn, matches: () => new Map([[ejected.id, depth]]) })
+      const choice = route(nodes, { policy, turn, prompt: () => ({ matched: new Map([[ejected.id, depth]]), shared: 0 }) })
       expect(choice?.node.id).not.toBe(ejected.id)
     }
   )
@@ -98,20 +98,22 @@ describe("routing decisions (pure)", () => {
         capacity: full[i] === true ? c.inFlight : c.inFlight + 1,
         ejected: allEjected
       }))
-      const choice = route(nodes, { policy, turn: 0, matches: () => new Map(nodes.map((n) => [n.id, 3])) })
+      const choice = route(nodes, { policy, turn: 0, prompt: () => ({ matched: new Map(nodes.map((n) => [n.id, 3])), shared: 0 }) })
       if (nodes.every((n) => n.inFlight >= n.capacity)) expect(choice).toBeUndefined()
       else expect(choice !== undefined && choice.node.inFlight < choice.node.capacity).toBe(true)
     }
   )
 
   it.prop("least_busy takes a node of least load per unit of weight", [pool], ([candidates]) => {
-    const choice = route(candidates, { policy: "least_busy", turn: 0, matches: () => new Map() })
+    const choice = route(candidates, { policy: "least_busy", turn: 0, prompt: () => ({ matched: new Map(), shared: 0 }) })
     expect(choice?.node.inFlight).toBe(least(candidates))
     expect(choice?.reason).toBe("least_busy")
   })
 
   it.prop("round_robin: n turns over n free nodes visit each once", [pool], ([candidates]) => {
-    const seen = candidates.map((_, turn) => route(candidates, { policy: "round_robin", turn, matches: () => new Map() })?.node.id)
+    const seen = candidates.map((_, turn) =>
+      route(candidates, { policy: "round_robin", turn, prompt: () => ({ matched: new Map(), shared: 0 }) })?.node.id
+    )
     expect(new Set(seen).size).toBe(candidates.length)
   })
 
@@ -121,12 +123,12 @@ describe("routing decisions (pure)", () => {
       { id: "a", inFlight: 0, capacity: 1, weight: 1, ejected: false },
       { id: "b", inFlight: 1, capacity: 1, weight: 1, ejected: false }
     ]
-    const choice = route(nodes, { policy: "affinity", turn: 0, matches: () => (asked++, new Map()) })
+    const choice = route(nodes, { policy: "affinity", turn: 0, prompt: () => (asked++, { matched: new Map(), shared: 0 }) })
     expect(choice).toMatchObject({ node: { id: "a" }, reason: "only" })
     expect(asked).toBe(0)
   })
 
-  it("equal matches (a shared system prompt) go to the least busy of their holders; none: no_match", () => {
+  it("equal matches go to the least busy of their holders; none: no_match", () => {
     const nodes: ReadonlyArray<Candidate> = ["a", "b", "c"].map((id, i) => ({
       id,
       inFlight: [2, 1, 0][i]!,
@@ -137,6 +139,20 @@ describe("routing decisions (pure)", () => {
     expect(route(nodes, affinity(new Map([["a", 2], ["b", 2]])))).toMatchObject({ node: { id: "b" }, reason: "affinity" })
     expect(route(nodes, affinity(new Map()))).toMatchObject({ node: { id: "c" }, reason: "no_match", matchedBlocks: 0 })
   })
+
+  it.prop(
+    "a new conversation (a match no deeper than the shared instructions and tools) goes to the least busy; idle nodes in turn",
+    [pool, fc.integer({ min: 1, max: 3 }), fc.array(fc.boolean(), { minLength: 6, maxLength: 6 })],
+    ([candidates, shared, holds]) => {
+      const matched = new Map(candidates.flatMap((c, i) => (holds[i] === true ? [[c.id, shared] as const] : [])))
+      const choice = route(candidates, affinity(matched, shared))
+      expect(choice?.node.inFlight).toBe(least(candidates))
+      expect(choice?.reason).toBe("no_match")
+      const idle = candidates.map((c) => ({ ...c, inFlight: 0 }))
+      const turns = idle.map((_, turn) => route(idle, { ...affinity(matched, shared), turn })?.node.id)
+      expect(new Set(turns).size).toBe(idle.length)
+    }
+  )
 })
 
 describe("prompt blocks and the affinity index", () => {
