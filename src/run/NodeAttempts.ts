@@ -11,6 +11,9 @@ import type { RunChannel } from "./RunChannel.js"
 import { healthOf, isNodeFault } from "./routing/health.js"
 import { type PromptBlocks, promptBlocks } from "./routing/prefix.js"
 
+/** What a hand-over without a recorded failure would deliver (it cannot happen: `held` is set first). */
+const channelFailure: Failed = { _tag: "Failed", message: "the node failed the run before accepting it" }
+
 /** Nodes a run is offered to before a refusal or a node's failure reaches the caller. */
 export const MAX_NODE_ATTEMPTS = 3
 
@@ -41,6 +44,10 @@ export class NodeAttempts {
   private current: { readonly lease: NodeLease; readonly scope: Scope.CloseableScope } | undefined = undefined
   /** The last node that took the run (it stays while the run is on its way to the next). */
   private latest: NodeLease | undefined = undefined
+  /** A node is being started (its start has not returned). */
+  private starting = false
+  /** The last failure a node handed back. */
+  private held: Failed | undefined = undefined
 
   constructor(private readonly ctx: AttemptsContext, private readonly request: SubmitRunRequest) {
     this.sent = request
@@ -78,34 +85,61 @@ export class NodeAttempts {
 
   /**
    * Takes a slot and starts the run there; a node that refuses gives its slot back at once and the next is tried.
-   * After a refusal, "no other node" is still that refusal: every node that could run it said no.
+   * After a refusal, "no other node" is still that refusal: every node that could run it said no. A node that
+   * failed the run before accepting it while it was being started (a bus node answers at once) is left for the
+   * next too; when no other node takes the run, its failure is the run's outcome, on that node.
    */
   readonly start: Effect.Effect<NodeLease, SubmitError> = Effect.gen(this, function* () {
-    const { registry, runScope, runId } = this.ctx
+    const { channel, registry, runScope, runId } = this.ctx
     let refused: NodeUnavailable | undefined
+    let failedOn: { readonly lease: NodeLease; readonly failed: Failed } | undefined
     for (;;) {
       const scope = yield* Scope.fork(runScope, ExecutionStrategy.sequential)
+      this.starting = true
       const started = yield* registry.acquire(this.request.model, { exclude: this.excluded, prefix: this.prefix }).pipe(
-        Effect.tap((lease) => lease.node.start(runId, this.sent, this.sinkFor(lease))),
+        Effect.tap((lease) => {
+          this.current = { lease, scope }
+          return lease.node.start(runId, this.sent, this.sinkFor(lease))
+        }),
         Scope.extend(scope),
         Effect.either
       )
-      if (started._tag === "Right") {
-        this.current = { lease: started.right, scope }
+      this.starting = false
+      if (started._tag === "Right" && this.current?.lease === started.right) {
         this.latest = started.right
         return started.right
       }
       yield* Scope.close(scope, Exit.void)
+      if (started._tag === "Right") {
+        failedOn = { lease: started.right, failed: this.held ?? channelFailure }
+        yield* this.logHandOver(started.right.node.id, failedOn.failed)
+        continue
+      }
+      this.current = undefined
       const error: SubmitError = started.left
-      if (error._tag !== "NodeUnavailable") return yield* Effect.fail(refused ?? error)
-      if (!this.attemptsLeft) return yield* Effect.fail(error)
-      refused = error
-      this.moveOn(error.nodeId, error.reason)
-      yield* Effect.logDebug("node unavailable; trying another").pipe(
-        Effect.annotateLogs({ runId, nodeId: error.nodeId, reason: error.reason })
-      )
+      if (error._tag === "NodeUnavailable" && this.attemptsLeft) {
+        refused = error
+        this.moveOn(error.nodeId, error.reason)
+        yield* Effect.logDebug("node unavailable; trying another").pipe(
+          Effect.annotateLogs({ runId, nodeId: error.nodeId, reason: error.reason })
+        )
+        continue
+      }
+      if (failedOn !== undefined) {
+        channel.emit([failedOn.failed])
+        channel.end()
+        this.latest = failedOn.lease
+        return failedOn.lease
+      }
+      return yield* Effect.fail(error._tag === "NodeUnavailable" ? error : refused ?? error)
     }
   })
+
+  private logHandOver(nodeId: NodeId, failed: Failed) {
+    return Effect.logWarning("node failed the run before accepting it; trying another").pipe(
+      Effect.annotateLogs({ runId: this.ctx.runId, nodeId, reason: failed.message })
+    )
+  }
 
   /** The run's last node reports how the run went (from the run's finalizer). */
   readonly settle = (): void => {
@@ -127,13 +161,14 @@ export class NodeAttempts {
     const now = this.current
     if (now === undefined || now.lease !== lease || !this.attemptsLeft || !isNodeFault(failed)) return false
     lease.report(failed.transport !== undefined ? "unreachable" : "failed")
-    const nodeId = lease.node.id
-    this.moveOn(nodeId, failed.message)
+    this.moveOn(lease.node.id, failed.message)
     this.current = undefined
-    const { channel, runId } = this.ctx
+    this.held = failed
+    // While it is being started, the start moves on by itself.
+    if (this.starting) return true
+    const { channel } = this.ctx
     this.ctx.fork(
-      Effect.logWarning("node failed the run before accepting it; trying another").pipe(
-        Effect.annotateLogs({ runId, nodeId, reason: failed.message }),
+      this.logHandOver(lease.node.id, failed).pipe(
         Effect.zipRight(Scope.close(now.scope, Exit.void)),
         Effect.zipRight(this.start),
         Effect.match({

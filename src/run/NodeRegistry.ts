@@ -286,16 +286,19 @@ export const makeWith = (options: RegistryOptions = {}): Effect.Effect<NodeRegis
       Effect.flatMap(({ entry, route }) => {
         const mine: Array<() => void> = []
         let reported = false
+        let released = false
         // One finalizer gives the slot back and drops the lease's node-loss watchers.
         return Effect.as(
           onCloseSync(() => {
+            released = true
             entry.inFlight = Math.max(0, entry.inFlight - 1)
             for (const f of mine) entry.watchers.delete(f)
           }),
           {
             node: entry.node,
             onGone: (f: () => void) => {
-              // A node that already left fails its new watcher at once.
+              // A lease given back watches nothing; a node that already left fails its new watcher at once.
+              if (released) return
               if (entries.get(entry.node.id) !== entry) return f()
               mine.push(f)
               entry.watchers.add(f)
