@@ -11,9 +11,6 @@ import type { RunChannel } from "./RunChannel.js"
 import { healthOf, isNodeFault } from "./routing/health.js"
 import { type PromptBlocks, promptBlocks } from "./routing/prefix.js"
 
-/** What a hand-over without a recorded failure would deliver (it cannot happen: `held` is set first). */
-const channelFailure: Failed = { _tag: "Failed", message: "the node failed the run before accepting it" }
-
 /** Nodes a run is offered to before a refusal or a node's failure reaches the caller. */
 export const MAX_NODE_ATTEMPTS = 3
 
@@ -46,8 +43,8 @@ export class NodeAttempts {
   private latest: NodeLease | undefined = undefined
   /** A node is being started (its start has not returned). */
   private starting = false
-  /** The last failure a node handed back. */
-  private held: Failed | undefined = undefined
+  /** The last node that handed the run back, and the failure it handed back. */
+  private handedBack: { readonly lease: NodeLease; readonly failed: Failed } | undefined = undefined
 
   constructor(private readonly ctx: AttemptsContext, private readonly request: SubmitRunRequest) {
     this.sent = request
@@ -105,16 +102,19 @@ export class NodeAttempts {
         Effect.either
       )
       this.starting = false
-      if (started._tag === "Right" && this.current?.lease === started.right) {
-        this.latest = started.right
-        return started.right
-      }
-      yield* Scope.close(scope, Exit.void)
+      const handed = this.handedBack
       if (started._tag === "Right") {
-        failedOn = { lease: started.right, failed: this.held ?? channelFailure }
-        yield* this.logHandOver(started.right.node.id, failedOn.failed)
+        if (handed?.lease !== started.right) {
+          this.latest = started.right
+          return started.right
+        }
+        // It handed the run back while it was being started.
+        yield* Scope.close(scope, Exit.void)
+        failedOn = handed
+        yield* this.logHandOver(handed.lease.node.id, handed.failed)
         continue
       }
+      yield* Scope.close(scope, Exit.void)
       this.current = undefined
       const error: SubmitError = started.left
       if (error._tag === "NodeUnavailable" && this.attemptsLeft) {
@@ -163,7 +163,7 @@ export class NodeAttempts {
     lease.report(failed.transport !== undefined ? "unreachable" : "failed")
     this.moveOn(lease.node.id, failed.message)
     this.current = undefined
-    this.held = failed
+    this.handedBack = { lease, failed }
     // While it is being started, the start moves on by itself.
     if (this.starting) return true
     const { channel } = this.ctx

@@ -173,17 +173,12 @@ const policyOf = (offers: ReadonlyArray<Offer>, model: string): RoutingPolicy =>
 
 const MAX_REMEMBERED_NAMES = 4096
 
-export interface RegistryOptions {
-  /** Prompt blocks the affinity index remembers (default 32,768: about 5 MB). */
-  readonly indexBlocks?: number
-}
-
-export const makeWith = (options: RegistryOptions = {}): Effect.Effect<NodeRegistry.Service> => Effect.gen(function* () {
+export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* () {
   // Plain mutable state: every read and write below is one synchronous step, so no Ref is needed.
   const entries = new Map<NodeId, Entry>()
   const clock = yield* Effect.clock
   const now = () => clock.unsafeCurrentTimeMillis()
-  const index: AffinityIndex = makeAffinityIndex(options.indexBlocks)
+  const index: AffinityIndex = makeAffinityIndex()
   // Each model's turn: round robin's, and affinity's among equally idle nodes.
   const turns = new Map<string, number>()
   // Health changes are logged from wherever they are heard (a run's finalizer, a check's fiber).
@@ -354,7 +349,5 @@ export const makeWith = (options: RegistryOptions = {}): Effect.Effect<NodeRegis
     subscribe: PubSub.subscribe(hub).pipe(Effect.map((queue) => Stream.fromQueue(queue)))
   }
 })
-
-export const make: Effect.Effect<NodeRegistry.Service> = makeWith()
 
 export const layer: Layer.Layer<NodeRegistry> = Layer.effect(NodeRegistry, make)

@@ -54,6 +54,7 @@ export const makeAffinityIndex = (capacity: number = DEFAULT_INDEX_BLOCKS): Affi
       }
       blocks.set(block, holders)
     }
+    if (blocks.size <= capacity) return
     for (const oldest of blocks.keys()) {
       if (blocks.size <= capacity) break
       blocks.delete(oldest)
