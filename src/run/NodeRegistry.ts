@@ -16,6 +16,11 @@ import { HEALTHY, type Health, isEjected, observe, recover, type RunHealth } fro
 import type { PromptBlocks } from "./routing/prefix.js"
 import { type Candidate, type RouteReason, route } from "./routing/route.js"
 
+// The routing types the registry's signatures name.
+export type { PrefixBlocks, PromptBlocks } from "./routing/prefix.js"
+export type { RouteReason } from "./routing/route.js"
+export type { RunHealth } from "./routing/health.js"
+
 /** A node as the edge reaches it through some transport. */
 export interface NodeConnection {
   readonly id: NodeId
