@@ -103,7 +103,13 @@ export const report = (metrics: Metrics.Service, run: RunRecord): Effect.Effect<
       interTokenMs: tokens.batches < 2 || tokens.firstAt === undefined
         ? undefined
         : (tokens.lastAt - tokens.firstAt) / (tokens.batches - 1),
-      overheadMs: folds.processingMs
+      overheadMs: folds.processingMs,
+      node: {
+        id: dispatch.nodeId,
+        route: dispatch.route?.reason ?? "only",
+        promptTokens: summary?.usage?.inputTokens,
+        cachedPromptTokens: summary?.usage?.cachedInputTokens
+      }
     })
     if (summary?.usage !== undefined) yield* metrics.usage({ api: request.api, model, outcome }, summary.usage)
     if (summary !== undefined) yield* metrics.reasoningChars(model, summary.reasoningChars)
@@ -131,6 +137,10 @@ export const report = (metrics: Metrics.Service, run: RunRecord): Effect.Effect<
       ...(spans === undefined ? undefined : Tracing.logIds(spans.attempt.span)),
       run_id: dispatch.runId,
       node_id: dispatch.nodeId,
+      // Why the run went to its node: the routing reason, the prompt blocks it was sent before, its attempt there.
+      route: dispatch.route?.reason ?? null,
+      route_blocks: dispatch.route?.matchedBlocks ?? null,
+      node_attempt: dispatch.nodeAttempt ?? 1,
       api: request.api,
       model,
       attempt: run.attempt,

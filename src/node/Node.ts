@@ -5,6 +5,7 @@ import { DEFAULT_TEXT_FORMATS, type ModelOptions } from "../protocol/ModelOption
 import { formatsOfTemplate } from "../protocol/templateFormats.js"
 import { fetchProps } from "../providers/openai/chatTemplate.js"
 import type { ModelConfig } from "./ModelConfig.js"
+import { type OpenAiProviderConfig, type Replica, replicasOf } from "../providers/ProviderConfig.js"
 import * as Echo from "../providers/echo/Echo.js"
 import * as OpenAiProvider from "../providers/openai/OpenAiProvider.js"
 import type { Provider } from "../providers/Provider.js"
@@ -39,10 +40,17 @@ export interface UpstreamRead {
   readonly props?: "llama.cpp" | "other"
 }
 
-/** The built-in provider a configured model names (`echo` or `openai`). */
+/** The base URL of a configured model's (first) upstream: the one whose `/props` is read for the model. */
+const firstUrl = (p: OpenAiProviderConfig): string => replicasOf(p)[0]?.url ?? ""
+
+/**
+ * The built-in provider a configured model names (`echo` or `openai`), for its one upstream or for the replica at
+ * `baseUrl` (one of its `baseUrls`).
+ */
 export const makeProvider = (
   model: ModelConfig,
-  read: UpstreamRead = {}
+  read: UpstreamRead = {},
+  baseUrl?: string
 ): Effect.Effect<Provider, never, NodeHttpClient.Dispatcher> => {
   const p = model.provider
   switch (p.type) {
@@ -50,7 +58,7 @@ export const makeProvider = (
       return Effect.succeed(Echo.make({ tokenDelayMs: p.tokenDelayMs }))
     case "openai":
       return OpenAiProvider.make({
-        baseUrl: p.baseUrl,
+        baseUrl: baseUrl ?? firstUrl(p),
         upstreamModel: p.model ?? model.id,
         apiKey: p.apiKey,
         toolMode: model.tools,
@@ -76,7 +84,7 @@ export const readUpstream = (
   const p = model.provider
   if (model.toolFormats !== "auto") return Effect.succeed({ model, read: {} })
   if (p.type !== "openai") return Effect.succeed({ model: { ...model, toolFormats: DEFAULT_TEXT_FORMATS }, read: {} })
-  return Effect.flatMap(fetchProps({ baseUrl: p.baseUrl, apiKey: p.apiKey, headers: p.headers }), (answer) => {
+  return Effect.flatMap(fetchProps({ baseUrl: firstUrl(p), apiKey: p.apiKey, headers: p.headers }), (answer) => {
     const template = answer._tag === "Props" ? answer.props.chatTemplate : undefined
     const taught = template === undefined ? undefined : formatsOfTemplate(template)
     const read: UpstreamRead = answer._tag === "Props"
@@ -97,13 +105,49 @@ export const readUpstream = (
 export const resolveFromUpstream = (model: ModelConfig): Effect.Effect<ModelConfig, never, NodeHttpClient.Dispatcher> =>
   Effect.map(readUpstream(model), (r) => r.model)
 
-/** Configured models with their built-in providers (and their `"auto"` tool formats read). */
+/** The configured model's upstream replicas: more than one for `baseUrls` of several (none for `echo`). */
+export const replicasOfModel = (model: ModelConfig): ReadonlyArray<Replica> =>
+  model.provider.type === "openai" ? replicasOf(model.provider) : []
+
+/**
+ * Configured models with their built-in providers (and their `"auto"` tool formats read). A node serves one
+ * upstream per model: a model with several replicas is the edge's to route (its embedded node's replica nodes),
+ * or one node per replica's.
+ */
 export const servedFromConfig = (
   models: ReadonlyArray<ModelConfig>
 ): Effect.Effect<ReadonlyArray<ServedModel>, never, NodeHttpClient.Dispatcher> =>
-  Effect.forEach(models, (configured) =>
-    Effect.flatMap(readUpstream(configured), ({ model, read }) =>
-      Effect.map(makeProvider(model, read), (provider) => ({ model, provider }))))
+  Effect.forEach(models, (configured, i) =>
+    replicasOfModel(configured).length > 1
+      ? Effect.dieMessage(
+        `models[${i}].provider.baseUrls: a node serves one upstream per model; run one node per replica, or list ` +
+          "the replicas in the edge's own config"
+      )
+      : Effect.flatMap(readUpstream(configured), ({ model, read }) =>
+        Effect.map(makeProvider(model, read), (provider) => ({ model, provider }))))
+
+/** A configured model's replica, as a node of its own: the node's id, its provider, its capacity. */
+export interface ServedReplica {
+  /** `<model id>@<replica name>`. */
+  readonly id: string
+  readonly replica: Replica
+  readonly served: ServedModel
+}
+
+/**
+ * A model with several replicas (`baseUrls`), one provider per replica (the model's `"auto"` tool formats read
+ * from the first): the edge registers each as a node, so that its runs are routed among them.
+ */
+export const replicasFromConfig = (
+  configured: ModelConfig
+): Effect.Effect<ReadonlyArray<ServedReplica>, never, NodeHttpClient.Dispatcher> =>
+  Effect.flatMap(readUpstream(configured), ({ model, read }) =>
+    Effect.forEach(replicasOfModel(configured), (replica) =>
+      Effect.map(makeProvider(model, read, replica.url), (provider) => ({
+        id: `${model.id}@${replica.name}`,
+        replica,
+        served: { model, provider }
+      }))))
 
 export const make = (options: {
   readonly id: NodeId

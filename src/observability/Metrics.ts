@@ -33,9 +33,21 @@ export declare namespace Metrics {
       readonly overheadMs: number
       /** The bound that ended it, when it timed out (outcome `timeout`). */
       readonly timeout?: TimeoutBound | undefined
+      /** The node that ran it, why it was routed there, and the prompt tokens it reported (cached ones among them). */
+      readonly node?: {
+        readonly id: string
+        readonly route: string
+        readonly promptTokens: number | undefined
+        readonly cachedPromptTokens: number | undefined
+      }
     }) => Effect.Effect<void>
     readonly runStarted: Effect.Effect<void>
-    readonly nodes: (nodes: ReadonlyArray<{ readonly id: string; readonly inFlight: number; readonly maxConcurrentRuns: number }>) => Effect.Effect<void>
+    readonly nodes: (nodes: ReadonlyArray<{
+      readonly id: string
+      readonly inFlight: number
+      readonly maxConcurrentRuns: number
+      readonly ejected?: boolean
+    }>) => Effect.Effect<void>
     readonly usage: (labels: { api: Api; model: string; outcome: Outcome }, usage: Usage) => Effect.Effect<void>
     readonly reasoningChars: (model: string, chars: number) => Effect.Effect<void>
     /** An assistant turn sent back without its reasoning: put back (matched by a tool call or its text) or not. */
@@ -106,6 +118,28 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
     help: "Registered nodes by state (idle, busy, full).",
     labelNames: ["state"] as const
   })
+  const nodeRuns = Dual.counter(registry, {
+    name: "iop_node_runs_total",
+    help: "Runs by model, the node that ran them and why they were routed there (affinity, spill, no_match, only, " +
+      "least_busy, round_robin).",
+    labelNames: ["model", "node", "route"] as const
+  })
+  const nodePrompt = Dual.counter(registry, {
+    name: "iop_node_prompt_tokens_total",
+    help: "Prompt tokens the node's upstream reported, by model and node (cached ones included).",
+    labelNames: ["model", "node"] as const
+  })
+  const nodeCached = Dual.counter(registry, {
+    name: "iop_node_cached_prompt_tokens_total",
+    help: "Prompt tokens the node's upstream answered from its cache (llama.cpp's cache_n, OpenAI's cached_tokens), " +
+      "by model and node: over iop_node_prompt_tokens_total, the cache hit ratio.",
+    labelNames: ["model", "node"] as const
+  })
+  const nodeEjected = Dual.gauge(registry, {
+    name: "iop_node_ejected",
+    help: "1 while a node is ejected by its health (its upstream unreachable or failing), by node.",
+    labelNames: ["node"] as const
+  })
   const tokens = Dual.counter(registry, {
     name: "iop_tokens_total",
     help: "Tokens reported by providers, by API, model, run outcome and kind (input, output, reasoning, cached).",
@@ -154,6 +188,12 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
         if (r.ttftMs !== undefined) ttft.observe({ model: r.model }, r.ttftMs / 1000)
         if (r.interTokenMs !== undefined) interToken.observe({ model: r.model }, r.interTokenMs / 1000)
         overhead.observe({ model: r.model }, r.overheadMs / 1000)
+        const node = r.node
+        if (node === undefined) return
+        const labels = { model: r.model, node: node.id }
+        nodeRuns.inc({ ...labels, route: node.route })
+        if (node.promptTokens !== undefined) nodePrompt.inc(labels, node.promptTokens)
+        if (node.cachedPromptTokens !== undefined) nodeCached.inc(labels, node.cachedPromptTokens)
       }),
     runStarted: Effect.sync(() => activeRuns.add({}, 1)),
     nodes: (list) =>
@@ -161,6 +201,9 @@ export const make = (options: { readonly processMetrics: boolean }): Metrics.Ser
         const count = { idle: 0, busy: 0, full: 0 }
         for (const n of list) count[n.inFlight === 0 ? "idle" : n.inFlight >= n.maxConcurrentRuns ? "full" : "busy"] += 1
         for (const [state, value] of Object.entries(count)) nodes.set({ state }, value)
+        // Only the nodes registered now: one that left has no series.
+        nodeEjected.reset()
+        for (const n of list) nodeEjected.set({ node: n.id }, n.ejected === true ? 1 : 0)
       }),
     usage: (labels, u) =>
       Effect.sync(() => {

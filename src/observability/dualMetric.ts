@@ -77,6 +77,8 @@ export const histogram = <L extends string = never>(
 export interface DualGauge<L extends string> {
   readonly set: (labels: Labels<L>, value: number) => void
   readonly add: (labels: Labels<L>, delta: number) => void
+  /** Forgets every series of `/metrics` (an Effect gauge keeps its last values: it cannot drop a tag set). */
+  readonly reset: () => void
 }
 
 export const gauge = <L extends string = never>(registry: Registry, spec: Spec<L>): DualGauge<L> => {
@@ -91,6 +93,7 @@ export const gauge = <L extends string = never>(registry: Registry, spec: Spec<L
     add: (labels, delta) => {
       prom.inc(labels, delta)
       effect.unsafeModify(delta, tags(labels))
-    }
+    },
+    reset: () => prom.reset()
   }
 }

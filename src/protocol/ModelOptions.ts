@@ -95,8 +95,16 @@ export const ModelRunsConfig = Schema.Struct({
 export type ModelRunsConfig = typeof ModelRunsConfig.Type
 
 /**
+ * How the run plane picks among a model's nodes (its configured replicas and the nodes that serve it over NATS):
+ * `affinity` (the default, when there is a choice) sends a prompt to the node that was recently sent the longest
+ * prefix of it, within a load bound; `least_busy`; `round_robin`.
+ */
+export const RoutingPolicy = Schema.Literal("affinity", "least_busy", "round_robin")
+export type RoutingPolicy = typeof RoutingPolicy.Type
+
+/**
  * What the planes above a node need of a model, whoever serves it (a configured provider, a provider layer, a remote
- * node): its names, the output options the chat plane applies, and its run bounds (the run plane's).
+ * node): its names, the output options the chat plane applies, its run bounds and its routing (the run plane's).
  */
 export const modelOptionsFields = {
   id: Schema.String.pipe(Schema.minLength(1)),
@@ -114,7 +122,9 @@ export const modelOptionsFields = {
   output: Schema.optionalWith(OutputConfig, { default: () => OutputConfig.make({}) }),
   reasoning: Schema.optionalWith(ReasoningConfig, { default: () => ReasoningConfig.make({}) }),
   sentinels: Schema.optionalWith(SentinelConfig, { default: () => SentinelConfig.make({}) }),
-  runs: Schema.optional(ModelRunsConfig)
+  runs: Schema.optional(ModelRunsConfig),
+  /** How its runs are spread over the nodes that serve it (default: `affinity`); see `RoutingPolicy`. */
+  routing: Schema.optional(RoutingPolicy)
 }
 
 /** A model's id, aliases and output options, without its provider. */

@@ -85,9 +85,18 @@ export const UpstreamAnswer = Schema.Struct({
 })
 export type UpstreamAnswer = typeof UpstreamAnswer.Type
 
+/**
+ * `Failed.transport`: the run failed because its upstream could not be reached (`unreachable`: no answer at all) or
+ * its answer broke off (`broken`): the node's fault, not the request's (the run plane's health reads it, and a run
+ * that failed so before anything was written is tried on another node). Optional, so that older nodes' events decode.
+ */
+export const TransportFault = Schema.Literal("unreachable", "broken")
+export type TransportFault = typeof TransportFault.Type
+
 export const Failed = Schema.TaggedStruct("Failed", {
   message: Schema.String,
-  upstream: Schema.optional(UpstreamAnswer)
+  upstream: Schema.optional(UpstreamAnswer),
+  transport: Schema.optional(TransportFault)
 })
 export const Cancelled = Schema.TaggedStruct("Cancelled", { message: Schema.String })
 
@@ -107,6 +116,9 @@ export const reasoningDelta = (text: string): RunEvent => ({ _tag: "ReasoningDel
 export const complete = (fields: Omit<Complete, "_tag">): RunEvent => ({ _tag: "Complete", ...fields })
 export const failed = (message: string, upstream?: UpstreamAnswer): RunEvent =>
   upstream === undefined ? { _tag: "Failed", message } : { _tag: "Failed", message, upstream }
+/** A run that failed because its upstream could not be reached or its answer broke off (`Failed.transport`). */
+export const transportFailed = (message: string, transport: TransportFault): RunEvent =>
+  ({ _tag: "Failed", message, transport })
 export const cancelled = (message: string): RunEvent => ({ _tag: "Cancelled", message })
 
 export const isTerminal = (event: RunEvent): boolean =>

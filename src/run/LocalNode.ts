@@ -19,6 +19,8 @@ export interface LocalNodeOptions {
   readonly models: ReadonlyArray<Node.ServedModel>
   /** Runs it takes at once (default: unlimited); more go to another node serving the model, or get 429. */
   readonly maxConcurrentRuns?: number
+  /** Its share of the load among the nodes of a model when it has no `maxConcurrentRuns` (default 1). */
+  readonly weight?: number
 }
 
 /**
@@ -36,7 +38,8 @@ export const layer = (options: LocalNodeOptions): Layer.Layer<never, never, Node
         models: options.models,
         maxConcurrentRuns: options.maxConcurrentRuns ?? Number.POSITIVE_INFINITY
       })
-      yield* registry.register(InProcess.connect(node))
+      const connection = InProcess.connect(node)
+      yield* registry.register(options.weight === undefined ? connection : { ...connection, weight: options.weight })
     })
   )
 

@@ -2,6 +2,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { NodesAtCapacity, NoNodeForModel, type NodeUnavailable, type RunRequestTooLarge, type SubmitError } from "../protocol/errors.js"
@@ -9,7 +10,16 @@ import type { NodeId, RunId } from "../protocol/RunEvent.js"
 import type { RunSink } from "../protocol/RunSink.js"
 import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 import { onCloseSync } from "../common/onClose.js"
-import { findModel as findByName, type ModelOptions } from "../protocol/ModelOptions.js"
+import { findModel as findByName, type ModelOptions, type RoutingPolicy } from "../protocol/ModelOptions.js"
+import { type AffinityIndex, makeAffinityIndex } from "./routing/affinityIndex.js"
+import { HEALTHY, type Health, isEjected, observe, recover, type RunHealth } from "./routing/health.js"
+import type { PromptBlocks } from "./routing/prefix.js"
+import { type Candidate, type RouteReason, route } from "./routing/route.js"
+
+// The routing types the registry's signatures name.
+export type { PrefixBlocks, PromptBlocks } from "./routing/prefix.js"
+export type { RouteReason } from "./routing/route.js"
+export type { RunHealth } from "./routing/health.js"
 
 /** A node as the edge reaches it through some transport. */
 export interface NodeConnection {
@@ -17,6 +27,11 @@ export interface NodeConnection {
   /** The models it serves, with the options the chat plane applies to them (parsers, reasoning, output). */
   readonly models: ReadonlyArray<ModelOptions>
   readonly maxConcurrentRuns: number
+  /**
+   * Its share of the load when its runs are not bounded (`maxConcurrentRuns` infinite): runs in flight per unit of
+   * weight are compared (default 1). A bounded node's weight is its slots.
+   */
+  readonly weight?: number
   /**
    * Starts a run whose events go into `sink`; succeeds once the node took
    * it. Fails with NodeUnavailable when the node refused it or did not
@@ -34,11 +49,22 @@ export interface NodeStatus {
   readonly models: ReadonlyArray<string>
   readonly maxConcurrentRuns: number
   readonly inFlight: number
+  /** Ejected by its health (its upstream unreachable, failing): it gets no run while another node can take it. */
+  readonly ejected: boolean
 }
 
 export type NodeEvent =
   | { readonly _tag: "NodeJoined"; readonly node: NodeStatus }
   | { readonly _tag: "NodeLeft"; readonly nodeId: NodeId }
+
+/** Why a run went to its node (the run's summary line says it). */
+export interface RouteDecision {
+  readonly reason: RouteReason
+  /** Leading prompt blocks the node was sent before (`prefix.ts`); 0 when the policy does not look. */
+  readonly matchedBlocks: number
+  /** Other nodes that could have taken it (a run that fails on this one before anything was written may go there). */
+  readonly alternatives: number
+}
 
 /** A slot on a node, held until the scope it was acquired in closes. */
 export interface NodeLease {
@@ -49,6 +75,17 @@ export interface NodeLease {
    * loss costs nothing per event.
    */
   readonly onGone: (f: () => void) => void
+  readonly route: RouteDecision
+  /** How the run went on the node, for its health (passive ejection); at most once, before the scope closes. */
+  readonly report: (health: RunHealth) => void
+}
+
+/** What a run asks of the registry beside its model. */
+export interface AcquireOptions {
+  /** Nodes not to offer it to (they refused it, or it failed there). */
+  readonly exclude?: ReadonlySet<NodeId>
+  /** Its prompt's block hashes (`prefix.ts`), asked for only when the model's policy is affinity and there is a choice. */
+  readonly prefix?: () => PromptBlocks
 }
 
 /** One registered node. Mutable, owned by the registry: every change is synchronous. */
@@ -58,6 +95,7 @@ interface Entry {
   ids: ReadonlySet<string>
   inFlight: number
   readonly watchers: Set<() => void>
+  health: Health
 }
 
 export declare namespace NodeRegistry {
@@ -69,11 +107,19 @@ export declare namespace NodeRegistry {
      * its runs and slots are untouched. A node not registered is ignored.
      */
     readonly update: (node: NodeConnection) => Effect.Effect<void>
-    /** Takes a slot on the least-busy live node serving `model` (not in `exclude`), released when the scope closes. */
+    /**
+     * Takes a slot on a live node serving `model` (not excluded), as the model's routing policy chooses
+     * (`routing/route.ts`: affinity, least busy or round robin, ejected nodes last), released when the scope closes.
+     */
     readonly acquire: (
       model: string,
-      exclude?: ReadonlySet<NodeId>
+      options?: AcquireOptions
     ) => Effect.Effect<NodeLease, SubmitError, Scope.Scope>
+    /**
+     * An active health check's answer for a node: `false` ejects it (as an unreachable upstream does); `true` ends
+     * its ejection (it is on probation: its next failure ejects it again).
+     */
+    readonly checked: (nodeId: NodeId, healthy: boolean) => Effect.Effect<void>
     readonly nodes: Effect.Effect<ReadonlyArray<NodeStatus>>
     /**
      * The model a caller's name (an id or an alias) names, as a live node serves it: the catalogue is the
@@ -94,31 +140,40 @@ export declare namespace NodeRegistry {
 
 export class NodeRegistry extends Context.Tag("@iop/edge/NodeRegistry")<NodeRegistry, NodeRegistry.Service>() {}
 
-const status = (e: Entry): NodeStatus => ({
+const statusAt = (e: Entry, now: number): NodeStatus => ({
   id: e.node.id,
   models: Array.from(e.ids),
   maxConcurrentRuns: e.node.maxConcurrentRuns,
-  inFlight: e.inFlight
+  inFlight: e.inFlight,
+  ejected: isEjected(e.health, now)
 })
 
-const load = (e: { readonly node: NodeConnection; readonly inFlight: number }): number =>
-  Number.isFinite(e.node.maxConcurrentRuns) ? e.inFlight / e.node.maxConcurrentRuns : e.inFlight
+/** A registered node as the routing functions see it. */
+interface Offer extends Candidate {
+  readonly entry: Entry
+}
 
-/** Least busy by load ratio, then by in-flight count; nodes at capacity are skipped. */
-export const selectNode = <E extends { readonly node: NodeConnection; readonly ids: ReadonlySet<string>; readonly inFlight: number }>(
-  entries: Iterable<E>,
-  model: string,
-  exclude?: ReadonlySet<NodeId>
-): E | "none" | "full" => {
-  let best: E | undefined
-  let serves = false
-  for (const e of entries) {
-    if (!e.ids.has(model) || exclude?.has(e.node.id) === true) continue
-    serves = true
-    if (e.inFlight >= e.node.maxConcurrentRuns) continue
-    if (best === undefined || load(e) < load(best) || (load(e) === load(best) && e.inFlight < best.inFlight)) best = e
+const offerOf = (e: Entry, now: number): Offer => {
+  const capacity = e.node.maxConcurrentRuns
+  return {
+    id: e.node.id,
+    inFlight: e.inFlight,
+    capacity,
+    weight: Number.isFinite(capacity) ? capacity : e.node.weight ?? 1,
+    ejected: isEjected(e.health, now),
+    entry: e
   }
-  return best ?? (serves ? "full" : "none")
+}
+
+const NO_PROMPT: PromptBlocks = { blocks: [], shared: 0 }
+
+/** The model's policy, as the first node that says one serves it; affinity by default. */
+const policyOf = (offers: ReadonlyArray<Offer>, model: string): RoutingPolicy => {
+  for (const o of offers) {
+    const policy = o.entry.node.models.find((m) => m.id === model)?.routing
+    if (policy !== undefined) return policy
+  }
+  return "affinity"
 }
 
 const MAX_REMEMBERED_NAMES = 4096
@@ -126,6 +181,13 @@ const MAX_REMEMBERED_NAMES = 4096
 export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* () {
   // Plain mutable state: every read and write below is one synchronous step, so no Ref is needed.
   const entries = new Map<NodeId, Entry>()
+  const clock = yield* Effect.clock
+  const now = () => clock.unsafeCurrentTimeMillis()
+  const index: AffinityIndex = makeAffinityIndex()
+  // Each model's turn: round robin's, and affinity's among equally idle nodes.
+  const turns = new Map<string, number>()
+  // Health changes are logged from wherever they are heard (a run's finalizer, a check's fiber).
+  const runFork = Runtime.runFork(yield* Effect.runtime<never>())
   const hub = yield* PubSub.unbounded<NodeEvent>()
   // Names ever served, oldest first; bounded so that a flood of remote announcements cannot grow it forever.
   const everServed = new Set<string>()
@@ -145,10 +207,16 @@ export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* ()
   const register = (node: NodeConnection) =>
     Effect.acquireRelease(
       Effect.suspend(() => {
-        const entry: Entry = { node, ids: new Set(node.models.map((m) => m.id)), inFlight: 0, watchers: new Set() }
+        const entry: Entry = {
+          node,
+          ids: new Set(node.models.map((m) => m.id)),
+          inFlight: 0,
+          watchers: new Set(),
+          health: HEALTHY
+        }
         entries.set(node.id, entry)
         remember(node.models)
-        return PubSub.publish(hub, { _tag: "NodeJoined", node: status(entry) }).pipe(Effect.as(entry))
+        return PubSub.publish(hub, { _tag: "NodeJoined", node: statusAt(entry, now()) }).pipe(Effect.as(entry))
       }),
       (entry) =>
         Effect.suspend(() => {
@@ -160,34 +228,97 @@ export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* ()
         })
     ).pipe(Effect.asVoid)
 
-  const acquire = (model: string, exclude?: ReadonlySet<NodeId>) =>
-    Effect.suspend((): Effect.Effect<Entry, SubmitError> => {
-      const chosen = selectNode(entries.values(), model, exclude)
-      if (chosen === "none") return Effect.fail(new NoNodeForModel({ model }))
-      if (chosen === "full") return Effect.fail(new NodesAtCapacity({ model }))
-      chosen.inFlight += 1
+  /** The node's health after `outcome` (a run's, or a check's); an ejection or a recovery is logged. */
+  const judge = (entry: Entry, outcome: RunHealth | "checked"): void => {
+    const at = now()
+    const was = isEjected(entry.health, at)
+    const next = outcome === "checked"
+      ? { health: recover(entry.health, at), ejected: false }
+      : observe(entry.health, outcome, at)
+    entry.health = next.health
+    if (next.ejected) {
+      runFork(Effect.logWarning("node ejected").pipe(Effect.annotateLogs({
+        nodeId: entry.node.id,
+        cause: outcome,
+        for_ms: next.health.ejectedUntil - at
+      })))
+    } else if (was && !isEjected(next.health, at)) {
+      runFork(Effect.logInfo("node recovered").pipe(Effect.annotateLogs({ nodeId: entry.node.id })))
+    }
+  }
+
+  /** The node that takes the run and why, or why none can; affinity records the prompt's blocks under its choice. */
+  const choose = (model: string, options: AcquireOptions | undefined) => {
+    const exclude = options?.exclude
+    const offers: Array<Offer> = []
+    const at = now()
+    for (const e of entries.values()) {
+      if (!e.ids.has(model) || exclude?.has(e.node.id) === true) continue
+      offers.push(offerOf(e, at))
+    }
+    if (offers.length === 0) return new NoNodeForModel({ model })
+    const policy = policyOf(offers, model)
+    const turn = turns.get(model) ?? 0
+    // Hashed once per acquire, only when there is a choice now or there may be one at the next run.
+    let prompt: PromptBlocks | undefined
+    const blocks = () => (prompt ??= options?.prefix?.() ?? NO_PROMPT)
+    const choice = route(offers, {
+      policy,
+      turn,
+      prompt: () => ({ matched: index.matches(blocks().blocks, offers.length), shared: blocks().shared })
+    })
+    if (choice === undefined) return new NodesAtCapacity({ model })
+    turns.set(model, turn + 1)
+    if (policy === "affinity" && offers.length > 1) index.record(blocks().blocks, choice.node.id)
+    return {
+      entry: choice.node.entry,
+      route: { reason: choice.reason, matchedBlocks: choice.matchedBlocks, alternatives: offers.length - 1 }
+    }
+  }
+
+  const acquire = (model: string, options?: AcquireOptions) =>
+    Effect.suspend((): Effect.Effect<{ readonly entry: Entry; readonly route: RouteDecision }, SubmitError> => {
+      const chosen = choose(model, options)
+      if (chosen instanceof NoNodeForModel || chosen instanceof NodesAtCapacity) return Effect.fail(chosen)
+      chosen.entry.inFlight += 1
       return Effect.succeed(chosen)
     }).pipe(
-      Effect.flatMap((entry) => {
+      Effect.flatMap(({ entry, route }) => {
         const mine: Array<() => void> = []
+        let reported = false
+        let released = false
         // One finalizer gives the slot back and drops the lease's node-loss watchers.
         return Effect.as(
           onCloseSync(() => {
+            released = true
             entry.inFlight = Math.max(0, entry.inFlight - 1)
             for (const f of mine) entry.watchers.delete(f)
           }),
           {
             node: entry.node,
             onGone: (f: () => void) => {
-              // A node that already left fails its new watcher at once.
+              // A lease given back watches nothing; a node that already left fails its new watcher at once.
+              if (released) return
               if (entries.get(entry.node.id) !== entry) return f()
               mine.push(f)
               entry.watchers.add(f)
+            },
+            route,
+            report: (health: RunHealth) => {
+              if (reported) return
+              reported = true
+              judge(entry, health)
             }
           } satisfies NodeLease
         )
       })
     )
+
+  const checked = (nodeId: NodeId, healthy: boolean) =>
+    Effect.sync(() => {
+      const entry = entries.get(nodeId)
+      if (entry !== undefined) judge(entry, healthy ? "checked" : "unreachable")
+    })
 
   const update = (node: NodeConnection) =>
     Effect.sync(() => {
@@ -202,7 +333,11 @@ export const make: Effect.Effect<NodeRegistry.Service> = Effect.gen(function* ()
     register,
     update,
     acquire,
-    nodes: Effect.sync(() => Array.from(entries.values(), status)),
+    checked,
+    nodes: Effect.sync(() => {
+      const at = now()
+      return Array.from(entries.values(), (e) => statusAt(e, at))
+    }),
     findModel: (name) => {
       for (const e of entries.values()) {
         const model = findByName(e.node.models, name)

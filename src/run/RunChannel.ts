@@ -53,9 +53,11 @@ export class RunChannel implements RunSink {
    * (`progress`: a native tool call). A role-only chunk, a keep-alive, usage or `accept` is none of these.
    */
   answering = false
+  /** The run's terminal event, once it arrived (what the run plane reads of its node's health as the run ends). */
+  terminal: RunEvent | undefined = undefined
   private buffer: Array<RunEvent> = []
   private state: "open" | "done" | "failed" = "open"
-  private failure: RunError | undefined = undefined
+  private failedWith: RunError | undefined = undefined
   private reported = false
   private resume: (() => void) | undefined = undefined
   private wake: (() => void) | undefined = undefined
@@ -87,6 +89,7 @@ export class RunChannel implements RunSink {
       if (e._tag === "Delta" || e._tag === "ReasoningDelta") text = true
       else if (isTerminal(e)) {
         this.state = "done"
+        this.terminal = e
         break
       }
     }
@@ -133,7 +136,7 @@ export class RunChannel implements RunSink {
   private readonly stop = (error: RunError): void => {
     if (this.state !== "open") return
     this.state = "failed"
-    this.failure = error
+    this.failedWith = error
     this.ready()
   }
 
@@ -153,6 +156,11 @@ export class RunChannel implements RunSink {
   /** Calls `f` once if the run service ends the run early while the reader is not waiting for it. */
   readonly onTerminated = (f: (error: RunError) => void): void => {
     this.onHalt = f
+  }
+
+  /** The error that ended the run other than by its terminal event, if one did. */
+  get failure(): RunError | undefined {
+    return this.failedWith
   }
 
   /** Whether the run's events ended (its terminal event arrived, or it failed). */
@@ -188,9 +196,9 @@ export class RunChannel implements RunSink {
       case "done":
         return { _tag: "Events", events: NOTHING, done: true }
       case "failed":
-        if (this.reported || this.failure === undefined) return { _tag: "Events", events: NOTHING, done: true }
+        if (this.reported || this.failedWith === undefined) return { _tag: "Events", events: NOTHING, done: true }
         this.reported = true
-        return { _tag: "Failed", error: this.failure }
+        return { _tag: "Failed", error: this.failedWith }
     }
   }
 

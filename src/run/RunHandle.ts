@@ -5,12 +5,17 @@ import * as Stream from "effect/Stream"
 import type { RunError } from "../protocol/errors.js"
 import type { ReadyWhen, RunChannel, RunRead, TokenTiming } from "./RunChannel.js"
 import type { NodeId, RunEvent, RunId } from "../protocol/RunEvent.js"
+import type { RouteDecision } from "./NodeRegistry.js"
 
 export interface RunDispatch {
   readonly runId: RunId
   /** The node that took the run (after any failover). */
   readonly nodeId: NodeId
   readonly model: string
+  /** Why it went to that node (absent for a run that was not routed: a test kit's). */
+  readonly route?: RouteDecision
+  /** Which node it is on, counting those that refused or failed it before it was accepted (1: the first). */
+  readonly nodeAttempt?: number
 }
 
 /**

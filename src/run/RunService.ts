@@ -8,12 +8,13 @@ import * as Scope from "effect/Scope"
 import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import { randomBytes } from "node:crypto"
-import { NodeDisconnected, type NodeUnavailable, RunCancelled, type RunError, type SubmitError } from "../protocol/errors.js"
+import { NodeDisconnected, RunCancelled, type RunError, type SubmitError } from "../protocol/errors.js"
 import { boundsFor, deadlinesOf, dueAt, expiry, type IdleBounds, type RunBounds } from "./deadlines.js"
+import { NodeAttempts } from "./NodeAttempts.js"
 import { type NodeLease, NodeRegistry } from "./NodeRegistry.js"
 import { RunChannel } from "./RunChannel.js"
 import { handleOf, type RunHandle } from "./RunHandle.js"
-import { type NodeId, RunId } from "../protocol/RunEvent.js"
+import { RunId } from "../protocol/RunEvent.js"
 import type { SubmitRunRequest } from "../protocol/SubmitRunRequest.js"
 import * as Watchdog from "./Watchdog.js"
 
@@ -64,9 +65,6 @@ export interface RunServiceOptions {
 
 export const DEFAULT_WHOLE_ANSWER_TIMEOUT_MS = 600_000
 
-/** Nodes a run is offered to before a refusal reaches the caller. */
-const MAX_NODE_ATTEMPTS = 3
-
 // A random prefix per process and a counter: unique across edges, and cheaper than random bytes per run.
 const RUN_PREFIX = randomBytes(9).toString("base64url")
 let runCounter = 0
@@ -97,43 +95,6 @@ export const make = (
     const nextRunId = options.runIds ?? newRunId
     const active = new Set<Active>()
 
-    /** Takes a slot and starts the run there; a node that refuses gives its slot back at once and the next is tried. */
-    const dispatch = (runScope: Scope.Scope, runId: RunId, request: SubmitRunRequest, channel: RunChannel) =>
-      Effect.gen(function* () {
-        const excluded = new Set<NodeId>()
-        let sent = request
-        let refused: NodeUnavailable | undefined
-        for (;;) {
-          const leaseScope = yield* Scope.fork(runScope, ExecutionStrategy.sequential)
-          const started = yield* registry.acquire(request.model, excluded).pipe(
-            Effect.tap((lease) => lease.node.start(runId, sent, channel)),
-            Scope.extend(leaseScope),
-            Effect.either
-          )
-          if (started._tag === "Right") return started.right
-          yield* Scope.close(leaseScope, Exit.void)
-          const error: SubmitError = started.left
-          // After a refusal, "no other node" is still that refusal: every node that could run it said no.
-          if (error._tag !== "NodeUnavailable") return yield* Effect.fail(refused ?? error)
-          if (excluded.size + 1 >= MAX_NODE_ATTEMPTS) return yield* Effect.fail(error)
-          refused = error
-          excluded.add(error.nodeId)
-          yield* Effect.logDebug("node unavailable; trying another").pipe(
-            Effect.annotateLogs({ runId, nodeId: error.nodeId, reason: error.reason })
-          )
-          // The next node is told which attempt this is and which node refused it.
-          sent = {
-            ...sent,
-            metadata: {
-              ...sent.metadata,
-              node_attempt: String(excluded.size + 1),
-              failed_node_id: error.nodeId,
-              node_failure: error.reason
-            }
-          }
-        }
-      })
-
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
     /**
@@ -158,17 +119,27 @@ export const make = (
       // The channel's `fail` (what a transport calls) is `terminate`, as for every other early end.
       const channel: RunChannel = new RunChannel(now, (error) => terminate(entry, error))
       const entry: Active = { channel, scope: undefined, closing: undefined, terminated: false }
-      const lease: NodeLease = yield* dispatch(runScope, runId, request, channel).pipe(
-        Effect.onError(() => Scope.close(runScope, Exit.void))
-      )
+      // Node loss ends the run, on whichever node has it (after a failover too).
+      const watch = (lease: NodeLease) => {
+        const nodeId = lease.node.id
+        lease.onGone(() => terminate(entry, new NodeDisconnected({ nodeId })))
+      }
+      const attempts = new NodeAttempts({
+        registry,
+        runId,
+        channel,
+        runScope,
+        fork: (effect) => void runFork(Effect.forkIn(effect, runScope)),
+        onNode: watch
+      }, request)
+      const first: NodeLease = yield* attempts.start.pipe(Effect.onError(() => Scope.close(runScope, Exit.void)))
       entry.scope = runScope
-      const nodeId = lease.node.id
-      lease.onGone(() => terminate(entry, new NodeDisconnected({ nodeId })))
+      watch(first)
       active.add(entry)
-      // The bounds of the node that runs it: it announced the model's own, if any.
+      // The bounds of the node that takes it first: it announced the model's own, if any.
       const own = deadlinesOf(
         startedAt,
-        boundsFor(edgeBounds, lease.node.models.find((m) => m.id === request.model)?.runs),
+        boundsFor(edgeBounds, first.node.models.find((m) => m.id === request.model)?.runs),
         request.wholeAnswer === true
       )
       const unwatch = watchdog.watch({
@@ -180,10 +151,24 @@ export const make = (
       yield* Scope.addFinalizer(runScope, Effect.sync(() => {
         active.delete(entry)
         unwatch()
+        attempts.settle()
       }))
       // Ended early while it was being dispatched: its scope closes now that it is known.
       if (entry.terminated) entry.closing = runFork(Scope.close(runScope, Exit.void))
-      return handleOf({ runId, nodeId, model: request.model }, channel)
+      const lease = () => attempts.lease ?? first
+      return handleOf({
+        runId,
+        model: request.model,
+        get nodeId() {
+          return lease().node.id
+        },
+        get route() {
+          return lease().route
+        },
+        get nodeAttempt() {
+          return attempts.attempt
+        }
+      }, channel)
     })
 
     const cancelAll = (reason: string, timeout: Duration.DurationInput = Duration.seconds(1)) =>

@@ -93,7 +93,13 @@ export const make = (scripts: Iterable<Script>, options: ScriptedRunsOptions = {
   // The one node serves whatever model a script is submitted for; the registry's other verbs answer as an empty one.
   const registry = Effect.map(makeRegistry, (empty): NodeRegistry.Service => ({
     ...empty,
-    acquire: () => Effect.succeed<NodeLease>({ node, onGone: () => undefined })
+    acquire: () =>
+      Effect.succeed<NodeLease>({
+        node,
+        onGone: () => undefined,
+        route: { reason: "only", matchedBlocks: 0, alternatives: 0 },
+        report: () => undefined
+      })
   }))
 
   const layer = Layer.scoped(

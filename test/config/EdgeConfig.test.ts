@@ -4,6 +4,7 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Redacted from "effect/Redacted"
 import { defaultConfig, EdgeConfigSchema } from "../../src/config/EdgeConfig.js"
 import { applyOverrides, parseConfigText } from "../../src/config/loadConfig.js"
+import { replicasOf } from "../../src/providers/ProviderConfig.js"
 
 const errorOf = (text: string) => {
   const result = parseConfigText("edge.json", text)
@@ -139,6 +140,28 @@ describe("config", () => {
     expect(c.server.host).toBe("0.0.0.0")
     expect(c.server.port).toBe(9000)
     expect(c.log.level).toBe("debug")
+  })
+
+  it("replicas: baseUrls (URLs or {url, name, slots, weight}), one way to the upstream, names made unique", () => {
+    const model = (provider: object, more: object = {}) => JSON.stringify({ models: [{ id: "m", ...more, provider: { type: "openai", ...provider } }] })
+    expect(errorOf(model({ baseUrl: "http://a/v1", baseUrls: ["http://b/v1"] }))).toBe(
+      "edge.json: $.models[0].provider.baseUrls: set baseUrl (one upstream) or baseUrls (replicas), not both"
+    )
+    expect(errorOf(model({}))).toBe("edge.json: $.models[0].provider.baseUrl: is missing (or set baseUrls, for several replicas)")
+    expect(errorOf(model({ baseUrls: [] }))).toMatch(/^edge\.json: \$\.models\[0\]\.provider\.baseUrls/)
+    expect(errorOf(model({ baseUrls: [{ url: "http://a/v1", slots: 0 }] }))).toMatch(/\$\.models\[0\]\.provider\.baseUrls\[0\]/)
+    expect(errorOf(model({ baseUrl: "http://a/v1" }, { routing: "sticky" }))).toMatch(/\$\.models\[0\]\.routing/)
+    const parsed = parseConfigText("edge.json", model(
+      { baseUrls: ["http://10.0.0.1:8080/v1", { url: "http://10.0.0.1:8080/v1", slots: 4 }, { url: "http://b:1/v1", name: "box2", weight: 2 }] },
+      { routing: "least_busy" }
+    ))
+    const m = Either.getOrThrow(parsed).models[0]!
+    expect(m.routing).toBe("least_busy")
+    expect(m.provider.type === "openai" && replicasOf(m.provider)).toEqual([
+      { url: "http://10.0.0.1:8080/v1", name: "10.0.0.1:8080#1", slots: undefined, weight: undefined },
+      { url: "http://10.0.0.1:8080/v1", name: "10.0.0.1:8080#2", slots: 4, weight: undefined },
+      { url: "http://b:1/v1", name: "box2", slots: undefined, weight: 2 }
+    ])
   })
 
   it("the JSON Schema for editors can be generated", () => {

@@ -27,6 +27,17 @@ const request = (model: string, text: string): SubmitRunRequest => ({
 })
 
 describe("Node", () => {
+  it.effect("a node serves one upstream per model: a model with several replicas is refused, naming the field", () =>
+    Effect.gen(function* () {
+      const replicated = Schema.decodeUnknownSync(ModelConfig)({
+        id: "m",
+        provider: { type: "openai", baseUrls: ["http://a:1/v1", "http://b:1/v1"], constraints: "none" }
+      })
+      const exit = yield* Effect.exit(Node.servedFromConfig([echo, replicated]).pipe(Effect.provide(NodeHttpClient.dispatcherLayer)))
+      expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/models\[1\]\.provider\.baseUrls: a node serves one upstream per model/)
+    })
+  )
+
   it.scoped("executes a run with the model's provider, into the run's sink", () =>
     Effect.gen(function* () {
       const node = yield* make

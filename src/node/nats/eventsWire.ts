@@ -41,6 +41,8 @@ const isUpstreamAnswer = (u: unknown): boolean =>
   isObject(u) && isNumber(u["status"]) && isString(u["message"]) && optional(u["code"], isString) &&
   optional(u["retryAfter"], isNumber)
 
+const isTransportFault = (u: unknown): boolean => u === "unreachable" || u === "broken"
+
 /** Why `u` is not a run event, or undefined when it is one. */
 const eventProblem = (u: unknown): string | undefined => {
   if (!isObject(u)) return ": expected an object"
@@ -59,6 +61,7 @@ const eventProblem = (u: unknown): string | undefined => {
       return isStringRecord(u["metadata"]) ? undefined : "metadata: expected a string map"
     case "Failed":
       if (!isString(u["message"])) return "message: expected a string"
+      if (!optional(u["transport"], isTransportFault)) return "transport: expected unreachable or broken"
       return optional(u["upstream"], isUpstreamAnswer) ? undefined : "upstream: expected an upstream answer"
     case "Cancelled":
       return isString(u["message"]) ? undefined : "message: expected a string"

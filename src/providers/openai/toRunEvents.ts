@@ -116,12 +116,13 @@ const addToolDelta = (calls: ReadonlyArray<PendingCall>, delta: UpstreamToolCall
   return calls.map((call) => (call === existing ? updated : call))
 }
 
-const toUsage = (usage: UpstreamUsage): RunEvent.Usage | undefined => {
+/** The chunk's usage; its cached prompt tokens from `prompt_tokens_details`, else llama.cpp's `timings.cache_n`. */
+const toUsage = (usage: UpstreamUsage, timings: UpstreamChunk["timings"]): RunEvent.Usage | undefined => {
   const input = usage.prompt_tokens
   const output = usage.completion_tokens
   if (typeof input !== "number" && typeof output !== "number") return undefined
   const reasoning = usage.completion_tokens_details?.reasoning_tokens
-  const cached = usage.prompt_tokens_details?.cached_tokens
+  const cached = usage.prompt_tokens_details?.cached_tokens ?? timings?.cache_n
   return {
     inputTokens: input ?? 0,
     outputTokens: output ?? 0,
@@ -219,7 +220,9 @@ export const step = (state: MapperState, chunk: UpstreamChunk): Emit => {
     }
     if (nonEmpty(choice.finish_reason)) finishReason = choice.finish_reason
   }
-  const usage = chunk.usage !== undefined && chunk.usage !== null ? toUsage(chunk.usage) ?? state.usage : state.usage
+  const usage = chunk.usage !== undefined && chunk.usage !== null
+    ? toUsage(chunk.usage, chunk.timings) ?? state.usage
+    : state.usage
   // A text chunk changes nothing of the state: the same state goes on (no copy per token).
   if (
     reportedModel === state.reportedModel && calls === state.calls && finishReason === state.finishReason &&
@@ -278,7 +281,7 @@ export const feed = (state: MapperState, input: StreamInput): Emit => {
     case "Malformed":
       return [state, [RunEvent.failed(input.message)]]
     case "TransportFailed":
-      return [state, [RunEvent.failed(input.message)]]
+      return [state, [RunEvent.transportFailed(input.message, "broken")]]
     case "End":
       // Without `[DONE]`, a finish_reason still means the upstream finished (some servers omit `[DONE]`).
       return [state, [state.finishReason !== undefined ? finish(state) : RunEvent.failed(EARLY_END_MESSAGE)]]

@@ -162,11 +162,11 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
     }
   }
 
-  /** Fails the run before any answer (an invalid base URL, an unreachable upstream). */
+  /** Fails the run before any answer (an invalid base URL, an unreachable upstream): the node's fault. */
   failBeforeResponse(message: string): void {
     if (this.state._tag !== "connecting") return
     this.state = CLOSED
-    this.sink.emit([this.failed(message)])
+    this.sink.emit([RunEvent.transportFailed(upstreamText(message, this.secret), "unreachable")])
     this.sink.end()
   }
 
@@ -249,7 +249,9 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
       case "streaming":
         return this.deliver(s, [transportFailed(`upstream stream broke: ${describeError(error)}`)], true)
       case "wholeBody":
-        return this.wholeAnswered([this.failed(`upstream answer broke: ${describeError(error)}`)])
+        return this.wholeAnswered([
+          RunEvent.transportFailed(upstreamText(`upstream answer broke: ${describeError(error)}`, this.secret), "broken")
+        ])
       case "errorBody":
         // As much of the error answer as was read.
         return this.errorAnswered(s, true)
@@ -389,7 +391,7 @@ export class UpstreamRun implements Undici.Dispatcher.DispatchHandler {
   /** A batch whose last event, a `Failed` quoting upstream text (the mapper's), is scrubbed and clipped. */
   private scrubbed(events: ReadonlyArray<RunEvent.RunEvent>, last: RunEvent.Failed): ReadonlyArray<RunEvent.RunEvent> {
     const message = upstreamText(last.message, this.secret)
-    return message === last.message ? events : [...events.slice(0, -1), RunEvent.failed(message, last.upstream)]
+    return message === last.message ? events : [...events.slice(0, -1), { ...last, message }]
   }
 }
 

@@ -87,6 +87,11 @@ export interface UpstreamChunk {
   readonly model?: string | null | undefined
   readonly choices?: ReadonlyArray<UpstreamChoice> | null | undefined
   readonly usage?: UpstreamUsage | null | undefined
+  /**
+   * llama.cpp's `timings` (on its last chunk): only `cache_n` is kept, the prompt tokens its slot's cache held, for a
+   * server whose usage does not say it (`prompt_tokens_details.cached_tokens`, newer llama-server).
+   */
+  readonly timings?: { readonly cache_n: number }
   readonly error?: UpstreamErrorDetail | null | undefined
   /** Older vLLM streams an unwrapped `{"object": "error", "message": ...}`. */
   readonly message?: string | null | undefined
@@ -326,6 +331,9 @@ export const decodeChunk = (json: unknown): UpstreamChunk | string => {
     readError(json, to)
   if (problem !== undefined) return `${problem.path}: ${problem.message}`
   copyIf(json, to, "id", "string")
+  // Debugging figures, not the answer: one the edge cannot read is ignored rather than failing the answer.
+  const timings = json["timings"]
+  if (isRecord(timings) && typeof timings["cache_n"] === "number") to.timings = { cache_n: timings["cache_n"] }
   return to
 }
 

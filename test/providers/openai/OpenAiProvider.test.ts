@@ -535,7 +535,7 @@ describe("OpenAiProvider: upstream error answers", () => {
         const events = yield* collectEvents(yield* providerFor(fake), request).pipe(
           Effect.provide(Logger.replace(Logger.defaultLogger, logger))
         )
-        expect(events).toEqual([RunEvent.failed("upstream unreachable")])
+        expect(events).toEqual([RunEvent.transportFailed("upstream unreachable", "unreachable")])
         expect(JSON.stringify(events)).not.toContain("127.0.0.1")
         expect(yield* waitFor(() => logged.length > 0, 1000)).toBe(true)
         expect(logged.join("\n")).toMatch(/upstream request failed.*ECONNREFUSED.*127\.0\.0\.1/)
@@ -564,7 +564,7 @@ describe("OpenAiProvider: accept", () => {
       const unreachable = yield* makeTestSink()
       yield* (yield* providerFor(gone)).start(request, unreachable)
       yield* Deferred.await(unreachable.ended)
-      expect(unreachable.events()).toEqual([RunEvent.failed("upstream unreachable")])
+      expect(unreachable.events()).toEqual([RunEvent.transportFailed("upstream unreachable", "unreachable")])
       expect(unreachable.accepts).toEqual([])
     }).pipe(Effect.provide(upstreamDispatcher)))
 })

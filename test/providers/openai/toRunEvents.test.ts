@@ -150,6 +150,20 @@ describe("toRunEvents: step and finish", () => {
     })
   })
 
+  it("cached prompt tokens: llama.cpp's timings.cache_n when the usage does not say; the usage's own figure first", () => {
+    const timed = (usage: object) => ({ ...(usageChunk(completionTokens(6037, 4)) as object), ...usage, timings: { cache_n: 6036, prompt_n: 1 } })
+    expect(run([chunk({ finish_reason: "stop" }), timed({})]).at(-1)).toMatchObject({
+      usage: { inputTokens: 6037, outputTokens: 4, cachedInputTokens: 6036 }
+    })
+    const both = { ...(usageChunk(completionTokens(10, 1, { cached: 3 })) as object), timings: { cache_n: 9 } }
+    expect(run([chunk({ finish_reason: "stop" }), both]).at(-1)).toMatchObject({ usage: { cachedInputTokens: 3 } })
+    // A timings object the edge cannot read is ignored, not a broken answer.
+    const odd = { ...(usageChunk(completionTokens(10, 1)) as object), timings: { cache_n: "many" } }
+    const end = run([chunk({ finish_reason: "stop" }), odd]).at(-1)
+    expect(end?._tag).toBe("Complete")
+    expect(end?._tag === "Complete" && end.usage?.cachedInputTokens).toBeUndefined()
+  })
+
   it("metadata: the reported model, else the configured one; tool_mode in text mode", () => {
     expect(Mapper.finish(Mapper.initial({ upstreamModel: "conf", toolMode: "text" }))).toEqual(
       RunEvent.complete({ finishReason: "stop", toolCalls: [], metadata: { upstream_model: "conf", tool_mode: "text" } })

@@ -205,7 +205,8 @@ describe("decodeEvent: field guards, no Schema", () => {
     refusal: str,
     tool_calls: nullable(fc.array(toolCall, { maxLength: 3 }))
   }, { requiredKeys: [] })
-  const extraKey = fc.string({ maxLength: 8 }).filter((k) => !knownKeys.includes(k) && k !== "__proto__")
+  // `timings` is read leniently (llama.cpp's cache figure): not an unknown key.
+  const extraKey = fc.string({ maxLength: 8 }).filter((k) => !knownKeys.includes(k) && k !== "__proto__" && k !== "timings")
   const extras = fc.dictionary(extraKey, fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 })
   const choice = fc.tuple(
     fc.record({ index: num, delta: nullable(delta), finish_reason: str }, { requiredKeys: [] }),

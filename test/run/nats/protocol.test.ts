@@ -110,6 +110,7 @@ describe("protocol", () => {
       (m) => ({ ...m, events: [{ _tag: "Complete", finishReason: "stop", toolCalls: [], metadata: { k: 1 } }] }),
       (m) => ({ ...m, events: [{ _tag: "Complete", finishReason: "stop", toolCalls: [], metadata: {}, usage: { inputTokens: 1 } }] }),
       (m) => ({ ...m, events: [{ _tag: "Failed", message: "x", upstream: { status: "400", message: "m" } }] }),
+      (m) => ({ ...m, events: [{ _tag: "Failed", message: "x", transport: "timeout" }] }),
       (m) => ({ ...m, events: [{ _tag: "Cancelled" }] }),
       (m) => ({ ...m, events: [null] }),
       (m) => ({ ...m, accepted: "yes" }),
