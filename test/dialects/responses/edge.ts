@@ -12,7 +12,7 @@ import * as EdgeConfig from "../../../src/config/EdgeConfig.js"
 import { decodeConfigJson } from "../../../src/config/loadConfig.js"
 import * as Edge from "../../../src/Edge.js"
 import type { ResponseStore } from "../../../src/store/ResponseStore.js"
-import { type FakeUpstream, type Handler, type Script, startFakeUpstream } from "../../support/fakeUpstream.js"
+import { chunk, type FakeUpstream, type Handler, type Script, startFakeUpstream } from "../../support/fakeUpstream.js"
 
 /**
  * An edge in this process (ephemeral port) whose models point at a fake OpenAI-compatible upstream, for the
@@ -98,3 +98,19 @@ export const testEdge = (handler: Handler | Script, options: TestEdgeOptions = {
       upstreamBodies: () => upstream.requests.map((r) => record(r.body))
     } satisfies TestEdge
   })
+
+/** A fake upstream that streams `events` as SSE. */
+export const sse = (events: ReadonlyArray<object>): Script => ({ kind: "sse", events })
+
+/** The Responses API's `get_weather` function tool, as the SDK tests send it. */
+export const weather = {
+  type: "function" as const,
+  name: "get_weather",
+  description: "Weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
+  strict: false
+}
+
+/** The upstream's streamed call of `get_weather` with `args`, whole in one chunk. */
+export const toolCallChunk = (args: string, id = "call_up_1") =>
+  chunk({ role: "assistant", tool_calls: [{ index: 0, id, type: "function", function: { name: "get_weather", arguments: args } }] })

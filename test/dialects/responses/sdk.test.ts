@@ -3,25 +3,15 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import OpenAI from "openai"
-import { chunk, completionTokens, type Script, textStream } from "../../support/fakeUpstream.js"
-import { testEdge } from "./edge.js"
+import { chunk, completionTokens, textStream } from "../../support/fakeUpstream.js"
+import { sse, testEdge, toolCallChunk, weather } from "./edge.js"
 
 /**
  * `POST /v1/responses` through the official `openai` SDK (`responses.create`, `responses.stream`) against an edge
  * in this process, whose models answer from a fake Chat Completions upstream.
  */
 
-const sse = (events: ReadonlyArray<object>): Script => ({ kind: "sse", events })
 const usage = completionTokens(11, 7, { cached: 3, reasoning: 2 })
-const weather = {
-  type: "function" as const,
-  name: "get_weather",
-  description: "Weather in a city",
-  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
-  strict: false
-}
-const toolCallChunk = (args: string, id = "call_up_1") =>
-  chunk({ role: "assistant", tool_calls: [{ index: 0, id, type: "function", function: { name: "get_weather", arguments: args } }] })
 
 const caught = <A>(promise: () => Promise<A>) =>
   Effect.promise(() => promise().then((value) => Either.right(value), (error: unknown) => Either.left(error)))

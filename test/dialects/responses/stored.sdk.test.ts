@@ -8,7 +8,7 @@ import OpenAI from "openai"
 import { ResponseStore, ResponseStoreError, type StoredResponse } from "../../../src/store/ResponseStore.js"
 import { chunk, type Script, textStream } from "../../support/fakeUpstream.js"
 import { upstreamMessages } from "../../support/toolsReasoning.js"
-import { testEdge } from "./edge.js"
+import { sse, testEdge, toolCallChunk, weather } from "./edge.js"
 
 /**
  * Stored responses through the official `openai` SDK against an edge in this process (in-memory store, the
@@ -16,16 +16,6 @@ import { testEdge } from "./edge.js"
  * `.inputItems.list`, and the store's failures as OpenAI's errors.
  */
 
-const sse = (events: ReadonlyArray<object>): Script => ({ kind: "sse", events })
-const weather = {
-  type: "function" as const,
-  name: "get_weather",
-  description: "Weather in a city",
-  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
-  strict: false
-}
-const toolCallChunk = (args: string, id = "call_up_1") =>
-  chunk({ role: "assistant", tool_calls: [{ index: 0, id, type: "function", function: { name: "get_weather", arguments: args } }] })
 
 /** Step 1 reasons and calls the tool; every later request is answered with text. */
 const reasonThenCall = (_: unknown, n: number): Script =>
