@@ -15,7 +15,7 @@ const DEFAULT_TTL_MS = 86_400_000
 export const MemoryStoreConfig = Schema.Struct({
   kind: Schema.Literal("memory"),
   maxResponses: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
-  /** The stored JSON's total length at most (default 128 MiB). */
+  /** The stored JSON's total size in UTF-8 bytes at most (default 128 MiB). */
   maxBytes: Schema.optionalWith(PositiveInt, { default: () => 128 * 1024 * 1024 }),
   ttlMs: Schema.optionalWith(PositiveInt, { default: () => DEFAULT_TTL_MS })
 })

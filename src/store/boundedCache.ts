@@ -1,7 +1,8 @@
 /**
- * A bounded cache of texts (PURE: time is given): at most `maxEntries` entries and `maxBytes` of text (a text's
- * `length`), the least recently used dropped first when either is passed; each entry lives `ttlMs` from when it
- * was set (reading it does not extend it). A `Map` keeps the use order: a read moves its entry to the end.
+ * A bounded cache of sized values, texts or bytes (PURE: time is given): at most `maxEntries` entries and
+ * `maxBytes` of values (a value's `length`), the least recently used dropped first when either is passed; each
+ * entry lives `ttlMs` from when it was set (reading it does not extend it). A `Map` keeps the use order: a read
+ * moves its entry to the end.
  */
 
 export interface CacheLimits {
@@ -10,13 +11,18 @@ export interface CacheLimits {
   readonly ttlMs: number
 }
 
-interface Entry {
-  readonly value: string
+/** What the cache holds: its `length` is what `maxBytes` bounds. */
+export interface Sized {
+  readonly length: number
+}
+
+interface Entry<V extends Sized> {
+  readonly value: V
   readonly expiresAt: number
 }
 
-export class BoundedCache {
-  private readonly entries = new Map<string, Entry>()
+export class BoundedCache<V extends Sized = string> {
+  private readonly entries = new Map<string, Entry<V>>()
   private used = 0
 
   constructor(readonly limits: CacheLimits) {}
@@ -26,13 +32,13 @@ export class BoundedCache {
     return this.entries.size
   }
 
-  /** The length of the texts held. */
+  /** The length of the values held. */
   get bytes(): number {
     return this.used
   }
 
-  /** The text under `key` if it is there and alive at `now` (it becomes the most recently used). */
-  get(key: string, now: number): string | undefined {
+  /** The value under `key` if it is there and alive at `now` (it becomes the most recently used). */
+  get(key: string, now: number): V | undefined {
     const entry = this.entries.get(key)
     if (entry === undefined) return undefined
     this.entries.delete(key)
@@ -45,7 +51,7 @@ export class BoundedCache {
   }
 
   /** Sets `key` (the most recently used), dropping the least recently used past the limits; false: too large to keep. */
-  set(key: string, value: string, now: number): boolean {
+  set(key: string, value: V, now: number): boolean {
     this.delete(key)
     if (value.length > this.limits.maxBytes) return false
     this.entries.set(key, { value, expiresAt: now + this.limits.ttlMs })

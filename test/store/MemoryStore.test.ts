@@ -36,6 +36,17 @@ describe("MemoryStore", () => {
       expect(yield* store.get("resp_b")).toEqual(Option.none())
     }))
 
+  it.effect("maxBytes counts UTF-8 bytes: text beyond ASCII is read back whole and weighs what it encodes to", () =>
+    Effect.gen(function* () {
+      const small = encode(record("")).length
+      // 40 characters of 3 bytes each: 40 more characters of JSON, 120 more bytes.
+      const store = yield* MemoryStore.make({ maxEntries: 10, maxBytes: small + 100, ttlMs: 60_000 })
+      const error = yield* Effect.flip(store.put("resp_a", record("€".repeat(40))))
+      expect(error.message).toContain(`the response (${small + 120} bytes)`)
+      yield* store.put("resp_b", record("café 🦊 ".repeat(5)))
+      expect(yield* store.get("resp_b")).toEqual(Option.some(record("café 🦊 ".repeat(5))))
+    }))
+
   it("a stored value that is not a record is a read failure, never a defect", () => {
     expect(decode(encode(record("x")))._tag).toBe("Right")
     expect(decode("{").pipe((e) => e._tag === "Left" && e.left.message)).toBe("the response store could not read: a stored value is not JSON")
