@@ -298,6 +298,9 @@ export interface LoadResult {
 /**
  * `concurrency` closed-loop clients, each sending its next request when the last
  * stream ended, until `durationMs` has passed (requests in flight then finish).
+ * With `staggerMs`, client i sends its first request i/concurrency of it after the
+ * start: clients whose streams all last alike then stay that far apart, instead
+ * of arriving together every time.
  */
 export const runLoad = async (options: {
   readonly port: number
@@ -309,6 +312,8 @@ export const runLoad = async (options: {
   readonly expectContent?: string
   /** The API the streamed requests speak (and `body` is in); Chat Completions unless said. */
   readonly dialect?: Dialect
+  /** The clients' first requests spread over this long (none: all at once). */
+  readonly staggerMs?: number
 }): Promise<LoadResult> => {
   const framing = DIALECTS[options.dialect ?? "chat_completions"]
   const agent = new Agent({ keepAlive: true })
@@ -320,7 +325,9 @@ export const runLoad = async (options: {
   let clientReads = 0
   const started = performance.now()
   const deadline = started + options.durationMs
-  const client = async () => {
+  const client = async (_: unknown, i: number) => {
+    const stagger = ((options.staggerMs ?? 0) * i) / options.concurrency
+    if (stagger > 0) await new Promise((resolve) => setTimeout(resolve, stagger))
     // A broken target fails fast: stop after a few errors instead of spinning to the deadline.
     while (performance.now() < deadline && errors < 50) {
       const outcome = options.expectContent === undefined

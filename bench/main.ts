@@ -4,7 +4,8 @@
  * (the machine is small and noisy, so only ratios to that baseline mean much):
  *
  * 1. throughput: CPU per 1k tokens and TTFT, burst N=1/16/64 and paced (5 ms a
- *    token) N=16, each relay and the upstream direct; then non-stream requests
+ *    token) N=16, its clients in lock-step and staggered, each relay and the
+ *    upstream direct; then non-stream requests
  *    (`stream: false`, 256 tokens, 16 clients): CPU ms per request.
  * 2. dialects: the same edge at burst N=16 per API; Responses' and Messages' CPU/token, tok/s, TTFT ÷ Chat Completions'.
  * 3. the NATS path (edge → nats-server → node) against the edge's embedded node
@@ -78,15 +79,22 @@ const CANCEL_WAIT_MS = 10_000
 /** The whole bench normally takes about five minutes; past this something hangs: kill everything and fail. */
 const WATCHDOG_MS = 9 * 60_000
 
+/** How long a paced stream lasts: TOKENS events PACE_MS apart. */
+const PACED_STREAM_MS = TOKENS * PACE_MS
+
 /**
  * Burst: the upstream writes all events at once (a relay slower than that gets them batched per read).
- * Paced: PACE_MS between events, so a relay that keeps up gets one event per read, as from a real model.
+ * Paced: PACE_MS between events, so a relay that keeps up gets one event per read, as from a real model. Its
+ * streams all last alike, so its closed-loop clients stay in lock-step: their requests arrive together.
+ * Staggered: the same, the clients' first requests spread over one stream's length, so that they arrive apart
+ * (as independent callers do) and each TTFT is that request's own.
  */
 const SCENARIOS = [
   { mode: "burst", model: "bench", concurrency: 1, durationMs: RUN_MS },
   { mode: "burst", model: "bench", concurrency: 16, durationMs: RUN_MS },
   { mode: "burst", model: "bench", concurrency: 64, durationMs: RUN_MS },
-  { mode: "paced", model: "paced", concurrency: 16, durationMs: scaled(3_000) }
+  { mode: "paced", model: "paced", concurrency: 16, durationMs: scaled(3_000) },
+  { mode: "staggered", model: "paced", concurrency: 16, durationMs: PACED_STREAM_MS + scaled(3_000), staggerMs: PACED_STREAM_MS }
 ] as const
 type Scenario = (typeof SCENARIOS)[number]
 
@@ -192,7 +200,8 @@ const measure = async (
     concurrency: scenario.concurrency,
     durationMs,
     expectTokens: TOKENS,
-    dialect
+    dialect,
+    ...("staggerMs" in scenario ? { staggerMs: scenario.staggerMs } : {})
   })
   const relayCpuS = target.proc ? cpuSeconds(target.proc.pid) - relay0 : 0
   const upstreamCpuS = cpuSeconds(upstream.pid) - upstream0
@@ -775,7 +784,12 @@ const cpuRatio = (rows: ReadonlyArray<Row>, mode: string, n: number): number =>
   (rowOf(rows, mode, n, "baseline")?.cpuSecondsPer1kTokens ?? Number.NaN)
 
 /** A relay's TTFT at 16 streams less the upstream's own (direct) at the same percentile. */
-const addedTtft = (rows: ReadonlyArray<Row>, target: TargetName, p: "p50" | "p99", mode: "paced" | "burst" = "paced"): number =>
+const addedTtft = (
+  rows: ReadonlyArray<Row>,
+  target: TargetName,
+  p: "p50" | "p99",
+  mode: Scenario["mode"] = "paced"
+): number =>
   (rowOf(rows, mode, 16, target)?.ttftMs[p] ?? Number.NaN) - (rowOf(rows, mode, 16, "direct")?.ttftMs[p] ?? Number.NaN)
 
 /** The headline figures, edge next to the relay. */
@@ -799,6 +813,8 @@ const summaryTable = (r: Report): string => {
     line("added TTFT p50 ms, burst (saturated) N=16 (− direct)", addedTtft(r.rows, "edge", "p50", "burst"), addedTtft(r.rows, "baseline", "p50", "burst"), 2, false),
     line("added TTFT p50 ms, paced N=16 (− direct)", addedTtft(r.rows, "edge", "p50"), addedTtft(r.rows, "baseline", "p50"), 2, false),
     line("added TTFT p99 ms, paced N=16 (− direct)", addedTtft(r.rows, "edge", "p99"), addedTtft(r.rows, "baseline", "p99"), 2, false),
+    line("added TTFT p50 ms, paced N=16, staggered (− direct)", addedTtft(r.rows, "edge", "p50", "staggered"), addedTtft(r.rows, "baseline", "p50", "staggered"), 2, false),
+    line("added TTFT p99 ms, paced N=16, staggered (− direct)", addedTtft(r.rows, "edge", "p99", "staggered"), addedTtft(r.rows, "baseline", "p99", "staggered"), 2, false),
     ...ABORT_SAMPLES_MS.map((ms) =>
       line(`upstream requests open ${ms / 1000} s after ${IDLE_STREAMS} simultaneous aborts`, openAt(edgeIdle, ms), openAt(baseIdle, ms), 0, false)
     ),
