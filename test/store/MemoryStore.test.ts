@@ -45,6 +45,9 @@ describe("MemoryStore", () => {
       expect(error.message).toContain(`the response (${small + 120} bytes)`)
       yield* store.put("resp_b", record("café 🦊 ".repeat(5)))
       expect(yield* store.get("resp_b")).toEqual(Option.some(record("café 🦊 ".repeat(5))))
+      // A lone surrogate (a model's broken UTF-16) survives too: the JSON escapes it before it is encoded.
+      yield* store.put("resp_c", record("a\ud800b"))
+      expect(yield* store.get("resp_c")).toEqual(Option.some(record("a\ud800b")))
     }))
 
   it("a stored value that is not a record is a read failure, never a defect", () => {
