@@ -12,43 +12,26 @@
  * Ground truth comes from the edge's own `/metrics` (the prompt and cached prompt tokens llama-server reported per
  * replica, runs per replica); TTFT is the client's (to the first content chunk of the stream).
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
-import * as LogLevel from "effect/LogLevel"
-import * as Scope from "effect/Scope"
 import { execFileSync } from "node:child_process"
 import { createParser } from "eventsource-parser"
-import * as EdgeConfig from "../src/config/EdgeConfig.js"
-import { decodeConfigJson } from "../src/config/loadConfig.js"
-import { layerHttp } from "../src/Edge.js"
+import { serveConfig } from "../test/realup/edge.js"
+import { envCount } from "./env.js"
 import { freePort } from "./procs.js"
 import { fixed, percentile, table } from "./table.js"
 
-const env = (name: string, fallback: number): number => {
-  const raw = process.env[name]
-  const n = raw === undefined ? Number.NaN : Number(raw)
-  return Number.isFinite(n) && n > 0 ? n : fallback
-}
-
-const REPLICAS = env("REPLICAS", 3)
-const SLOTS = env("SLOTS", 2)
-const TURNS = env("TURNS", 12)
+const REPLICAS = envCount("REPLICAS", 3)
+const SLOTS = envCount("SLOTS", 2)
+const TURNS = envCount("TURNS", 12)
 /** Tokens, roughly (one per word of the generated text, as the Qwen vocabulary spells common English words). */
-const SHARED = env("SHARED", 3_000)
-const RESULT = env("RESULT", 1_000)
-const MAX_TOKENS = env("MAX_TOKENS", 8)
+const SHARED = envCount("SHARED", 3_000)
+const RESULT = envCount("RESULT", 1_000)
+const MAX_TOKENS = envCount("MAX_TOKENS", 8)
 /**
  * The agent's own time between turns (running the tool, reading its result), drawn from 0..`TOOL_MS` per turn
  * (seeded). 0 gives a closed loop, where least-busy happens to keep each session on its replica: with as many
  * sessions as slots and no gap, the replica a session just left is the least busy one when it asks again.
  */
-const TOOL_MS = process.env["TOOL_MS"] === "0" ? 0 : env("TOOL_MS", 4_000)
+const TOOL_MS = process.env["TOOL_MS"] === "0" ? 0 : envCount("TOOL_MS", 4_000)
 const SESSIONS = REPLICAS * SLOTS
 /** Context per slot: the whole session, with room for the template and the answers. */
 const CTX_PER_SLOT = Math.ceil((SHARED + TURNS * (RESULT + MAX_TOKENS + 64) + 1_024) / 1_024) * 1_024
@@ -153,8 +136,8 @@ const stopReplicas = (replicas: ReadonlyArray<Replica>): void => {
   }
 }
 
-const startEdge = async (replicas: ReadonlyArray<Replica>) => {
-  const decoded = decodeConfigJson("bench:routing", {
+const startEdge = (replicas: ReadonlyArray<Replica>) =>
+  serveConfig("bench:routing", {
     server: { apiKeys: [] },
     log: { level: "error" },
     models: POLICIES.map((routing) => ({
@@ -168,21 +151,6 @@ const startEdge = async (replicas: ReadonlyArray<Replica>) => {
       }
     }))
   })
-  if (Either.isLeft(decoded)) return Promise.reject(new Error(decoded.left.message))
-  const layer = layerHttp.pipe(
-    Layer.provide(EdgeConfig.layer(decoded.right)),
-    Layer.provide(NodeHttpClient.dispatcherLayer),
-    Layer.provideMerge(NodeHttpServer.layerTest),
-    Layer.provide(Logger.minimumLogLevel(LogLevel.None))
-  )
-  const scope = Effect.runSync(Scope.make())
-  const address = await Effect.runPromise(
-    Effect.flatMap(Layer.buildWithScope(layer, scope), (context) =>
-      Effect.map(Effect.provide(HttpServer.HttpServer, context), (server) => server.address))
-  )
-  const port = address._tag === "TcpAddress" ? address.port : 0
-  return { url: `http://127.0.0.1:${port}`, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
-}
 
 // ---------------------------------------------------------------------------
 // one policy's run

@@ -32,20 +32,16 @@ import {
 import { type FuzzReport, fuzzEdgeConfig, GIANT_MAX_SOAK, runFuzz } from "../test/reliability/harness/fuzz.js"
 import { holdStreams, type PhaseResult, scriptSoakUpstream, soakEdgeConfig } from "../test/reliability/harness/soak.js"
 import { startTrackedUpstream, type TrackedUpstream } from "../test/reliability/harness/upstream.js"
+import { envCount } from "./env.js"
 import { fixed, table } from "./table.js"
 
-const envInt = (name: string, fallback: number): number => {
-  const value = Number(process.env[name])
-  return Number.isInteger(value) && value > 0 ? value : fallback
-}
-
-const SECONDS = envInt("SOAK_SECONDS", 60)
-const STREAMS = envInt("SOAK_STREAMS", 500)
-const FAULT_TRIALS = envInt("SOAK_FAULT_TRIALS", 100)
-const ABORT_TRIALS = envInt("SOAK_ABORT_TRIALS", 1_000)
-const SIGTERM_STREAMS = envInt("SOAK_SIGTERM_STREAMS", 500)
-const FUZZ_CASES = envInt("SOAK_FUZZ_CASES", 10_000)
-const SEED = envInt("SOAK_SEED", 20_261_130)
+const SECONDS = envCount("SOAK_SECONDS", 60)
+const STREAMS = envCount("SOAK_STREAMS", 500)
+const FAULT_TRIALS = envCount("SOAK_FAULT_TRIALS", 100)
+const ABORT_TRIALS = envCount("SOAK_ABORT_TRIALS", 1_000)
+const SIGTERM_STREAMS = envCount("SOAK_SIGTERM_STREAMS", 500)
+const FUZZ_CASES = envCount("SOAK_FUZZ_CASES", 10_000)
+const SEED = envCount("SOAK_SEED", 20_261_130)
 
 /** A hard ceiling on the whole run: whatever hangs, the soak ends and kills its children. */
 const HARD_LIMIT_MS = (SECONDS * 2 + 1_200) * 1_000

@@ -38,26 +38,9 @@ export interface RealEdge {
   readonly close: () => Promise<void>
 }
 
-export const startEdge = async (upstream: string, models: ReadonlyArray<ModelEntry>): Promise<RealEdge> => {
-  const config = Either.getOrThrow(
-    decodeConfigJson("realup", {
-      server: { apiKeys: [] },
-      log: { level: "error" },
-      models: models.map((m) => ({
-        id: m.id,
-        ...(m.tools === "native" ? {} : { tools: "text" }),
-        ...(m.toolFormats !== undefined ? { toolFormats: m.toolFormats } : {}),
-        ...(m.strict === true ? { output: { strict: true } } : {}),
-        provider: {
-          type: "openai",
-          baseUrl: upstream,
-          model: "tiny",
-          ...(m.grammar !== undefined ? { extraBody: { grammar: m.grammar } } : {}),
-          ...(m.constraints !== undefined ? { constraints: m.constraints } : {})
-        }
-      }))
-    })
-  )
+/** An edge for `json` (a config file's content; `source` names it in errors), served in this process on an ephemeral loopback port. */
+export const serveConfig = async (source: string, json: unknown): Promise<RealEdge> => {
+  const config = Either.getOrThrow(decodeConfigJson(source, json))
   const layer = layerHttp.pipe(
     Layer.provide(EdgeConfig.layer(config)),
     Layer.provide(NodeHttpClient.dispatcherLayer),
@@ -75,3 +58,22 @@ export const startEdge = async (upstream: string, models: ReadonlyArray<ModelEnt
     close: () => Effect.runPromise(Scope.close(scope, Exit.void))
   }
 }
+
+export const startEdge = (upstream: string, models: ReadonlyArray<ModelEntry>): Promise<RealEdge> =>
+  serveConfig("realup", {
+    server: { apiKeys: [] },
+    log: { level: "error" },
+    models: models.map((m) => ({
+      id: m.id,
+      ...(m.tools === "native" ? {} : { tools: "text" }),
+      ...(m.toolFormats !== undefined ? { toolFormats: m.toolFormats } : {}),
+      ...(m.strict === true ? { output: { strict: true } } : {}),
+      provider: {
+        type: "openai",
+        baseUrl: upstream,
+        model: "tiny",
+        ...(m.grammar !== undefined ? { extraBody: { grammar: m.grammar } } : {}),
+        ...(m.constraints !== undefined ? { constraints: m.constraints } : {})
+      }
+    }))
+  })
