@@ -36,8 +36,17 @@ export const exposeReasoning = (strict: boolean, r: ReasoningRequest): boolean =
   return !hidden && (!strict || asked)
 }
 
-export const sentinelsFor = (model: ModelOptions): ReadonlyArray<string> =>
-  model.sentinels.replaceDefaults ? model.sentinels.tokens : [...DEFAULT_SENTINELS, ...model.sentinels.tokens]
+// One list per model's sentinel config, so that the sentinel filter finds its matcher by the list itself.
+const sentinelLists = new WeakMap<ModelOptions["sentinels"], ReadonlyArray<string>>()
+
+export const sentinelsFor = (model: ModelOptions): ReadonlyArray<string> => {
+  const config = model.sentinels
+  const known = sentinelLists.get(config)
+  if (known !== undefined) return known
+  const list = config.replaceDefaults ? config.tokens : [...DEFAULT_SENTINELS, ...config.tokens]
+  sentinelLists.set(config, list)
+  return list
+}
 
 export const outputPolicy = (
   model: ModelOptions,

@@ -94,18 +94,24 @@ const buildMatcher = (sentinels: ReadonlyArray<string>): Matcher => {
   }
 }
 
-// One matcher per distinct sentinel list (there is one per model): built once, not per response.
+// One matcher per distinct sentinel list (there is one per model): built once, not per response. A list seen
+// before is found by itself (the policy hands out one list per model), without joining it.
 const matchers = new Map<string, Matcher>()
+const byList = new WeakMap<ReadonlyArray<string>, Matcher>()
 const MAX_MATCHERS = 256
 
 const makeMatcher = (sentinels: ReadonlyArray<string>): Matcher => {
+  const seen = byList.get(sentinels)
+  if (seen !== undefined) return seen
   const key = sentinels.join("\u0000")
-  const known = matchers.get(key)
-  if (known !== undefined) return known
-  if (matchers.size >= MAX_MATCHERS) matchers.clear()
-  const built = buildMatcher(sentinels)
-  matchers.set(key, built)
-  return built
+  let matcher = matchers.get(key)
+  if (matcher === undefined) {
+    if (matchers.size >= MAX_MATCHERS) matchers.clear()
+    matcher = buildMatcher(sentinels)
+    matchers.set(key, matcher)
+  }
+  byList.set(sentinels, matcher)
+  return matcher
 }
 
 export const initial = (sentinels: ReadonlyArray<string>): SentinelState => ({
